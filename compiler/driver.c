@@ -1,0 +1,834 @@
+/* compiler/driver.c - the tfcc command line.
+ *
+ *   tfcc compile MODEL --feed NAME[:DIMS]... --fetch NAME... -o EXE
+ *   tfcc run MODEL --feed NAME=FILE.npy... --fetch NAME... [--out-dir DIR]
+ *   tfcc info MODEL
+ *   tfcc ops [--markdown]
+ *
+ * compile: frontend (any format, detected by content) -> tf_import (prune
+ * to the fetches, lower to primitives) -> pass pipeline -> C backend ->
+ * system C compiler + runtime -> standalone executable.  run does the same
+ * into a temporary folder, then executes the result on the given .npy files.
+ * Every error is collected in a Status and printed once, prefixed "error: ";
+ * the exit code is 0 (ok), 1 (error) or 2 (usage).
+ */
+#include "compiler/driver.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "compiler/frontend/frontend.h"
+#include "compiler/tf/tf.h"
+#include "passes/passes.h"
+#include "targets/targets.h"
+#include "tfcc_config.h"
+
+#define MAX_ITEMS 256
+
+typedef struct Options {
+    const char *cmd;
+    const char *model;
+    const char *feeds[MAX_ITEMS];   /* raw --feed values */
+    int n_feeds;
+    const char *fetches[MAX_ITEMS];
+    int n_fetches;
+    const char *config;
+    const char *output;
+    const char *name;
+    const char *keep_dir;
+    const char *out_dir;
+    const char *dump_after;
+    const char *dump_dir;
+    const char *disabled[MAX_ITEMS];
+    int n_disabled;
+    bool verify_each;
+    bool stats;
+    bool markdown;
+    const char *run_args[MAX_ITEMS]; /* extra args passed to the executable (run) */
+    int n_run_args;
+} Options;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage:\n"
+            "  tfcc compile MODEL --feed NAME[:DIMS]... --fetch NAME... -o EXE [options]\n"
+            "  tfcc run MODEL --feed NAME=FILE.npy... --fetch NAME... [--out-dir DIR] [options]\n"
+            "  tfcc info MODEL\n"
+            "  tfcc ops [--markdown]\n"
+            "\n"
+            "MODEL: GraphDef (.pb binary or .pbtxt text, detected by content) or a TF.js\n"
+            "graph model (model.json with its weight shards).  Tensor names are 'node' or\n"
+            "'node:k'.  DIMS fixes unknown dims of a feed: input:0:1x224x224x3.\n"
+            "\n"
+            "options:\n"
+            "  --config FILE       tfcompile config (feeds/fetches) instead of --feed/--fetch\n"
+            "  --name PREFIX       C prefix of the generated API (default: from -o)\n"
+            "  --keep-dir DIR      keep the generated C, header and weights in DIR\n"
+            "  --dump-after PASS   write the IR after PASS (or 'all') as text and DOT\n"
+            "  --dump-dir DIR      where dumps go (default: dump)\n"
+            "  --disable-pass P    skip pass P (fold, cse, dce)\n"
+            "  --verify-each       run the IR verifier after every pass\n"
+            "  --stats             print timings and memory statistics to stderr\n"
+            "  --out-dir DIR       (run) where fetched tensors are written (default .)\n"
+            "  --threads N, --repeat N   (run) passed to the compiled executable\n");
+}
+
+/* ---- argument parsing ---------------------------------------------------- */
+
+static bool push(const char **arr, int *n, const char *v, FILE *err, const char *what)
+{
+    if (*n >= MAX_ITEMS) {
+        fprintf(err, "error: too many %s (limit %d)\n", what, MAX_ITEMS);
+        return false;
+    }
+    arr[(*n)++] = v;
+    return true;
+}
+
+static int parse_args(int argc, char **argv, Options *o, FILE *err)
+{
+    memset(o, 0, sizeof *o);
+    if (argc < 2) {
+        usage(err);
+        return 2;
+    }
+    o->cmd = argv[1];
+    if (!strcmp(o->cmd, "-h") || !strcmp(o->cmd, "--help") || !strcmp(o->cmd, "help")) {
+        usage(stdout);
+        return -1;
+    }
+    if (!strcmp(o->cmd, "--version")) {
+        printf("tfcc %s\n", TFCC_VERSION);
+        return -1;
+    }
+    if (strcmp(o->cmd, "compile") && strcmp(o->cmd, "run") && strcmp(o->cmd, "info") &&
+        strcmp(o->cmd, "ops")) {
+        fprintf(err, "error: unknown command '%s'\n", o->cmd);
+        usage(err);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define TAKE(field)                                                                                \
+    do {                                                                                           \
+        if (!v) {                                                                                  \
+            fprintf(err, "error: %s needs a value\n", a);                                          \
+            return 2;                                                                              \
+        }                                                                                          \
+        o->field = v;                                                                              \
+        i++;                                                                                       \
+    } while (0)
+        if (!strcmp(a, "--feed")) {
+            if (!v) {
+                fprintf(err, "error: --feed needs a value\n");
+                return 2;
+            }
+            if (!push(o->feeds, &o->n_feeds, v, err, "feeds"))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--fetch")) {
+            if (!v) {
+                fprintf(err, "error: --fetch needs a value\n");
+                return 2;
+            }
+            /* accept comma separated lists too */
+            char *dup = strdup(v);
+            if (!dup)
+                return 1;
+            for (char *save = NULL, *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save))
+                if (!push(o->fetches, &o->n_fetches, t, err, "fetches"))
+                    return 2;
+            i++; /* dup intentionally kept alive until exit */
+        } else if (!strcmp(a, "--disable-pass")) {
+            if (!v) {
+                fprintf(err, "error: --disable-pass needs a value\n");
+                return 2;
+            }
+            if (!push(o->disabled, &o->n_disabled, v, err, "disabled passes"))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "--repeat")) {
+            if (!v) {
+                fprintf(err, "error: %s needs a value\n", a);
+                return 2;
+            }
+            if (!push(o->run_args, &o->n_run_args, a, err, "args") ||
+                !push(o->run_args, &o->n_run_args, v, err, "args"))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--config"))
+            TAKE(config);
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+            TAKE(output);
+        else if (!strcmp(a, "--name"))
+            TAKE(name);
+        else if (!strcmp(a, "--keep-dir"))
+            TAKE(keep_dir);
+        else if (!strcmp(a, "--out-dir"))
+            TAKE(out_dir);
+        else if (!strcmp(a, "--dump-after") || !strcmp(a, "--dump-ir-after"))
+            TAKE(dump_after);
+        else if (!strncmp(a, "--dump-after=", 13))
+            o->dump_after = a + 13;
+        else if (!strncmp(a, "--dump-ir-after=", 16))
+            o->dump_after = a + 16;
+        else if (!strcmp(a, "--dump-dir"))
+            TAKE(dump_dir);
+        else if (!strcmp(a, "--verify-each"))
+            o->verify_each = true;
+        else if (!strcmp(a, "--stats"))
+            o->stats = true;
+        else if (!strcmp(a, "--markdown"))
+            o->markdown = true;
+        else if (a[0] == '-' && a[1]) {
+            fprintf(err, "error: unknown option '%s'\n", a);
+            return 2;
+        } else if (!o->model)
+            o->model = a;
+        else {
+            fprintf(err, "error: unexpected argument '%s'\n", a);
+            return 2;
+        }
+#undef TAKE
+    }
+    if (strcmp(o->cmd, "ops") && !o->model) {
+        fprintf(err, "error: %s needs a MODEL file\n", o->cmd);
+        return 2;
+    }
+    if (!strcmp(o->cmd, "compile") && !o->output) {
+        fprintf(err, "error: compile needs -o OUTPUT\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* "1x224x224x3" -> shape; "scalar" -> rank 0. */
+static bool parse_dims(const char *s, IrShape *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    if (!strcmp(s, "scalar"))
+        return true;
+    const char *p = s;
+    while (*p) {
+        if (!isdigit((unsigned char)*p) || sh->rank >= IR_MAX_RANK)
+            return false;
+        errno = 0;
+        char *end;
+        long long d = strtoll(p, &end, 10);
+        if (errno || d < 0 || d > IR_MAX_ELEMENTS)
+            return false;
+        sh->dims[sh->rank++] = d;
+        p = end;
+        if (*p == 'x') {
+            p++;
+            if (!*p)
+                return false;
+        } else if (*p)
+            return false;
+    }
+    return sh->rank > 0;
+}
+
+static bool all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return false;
+    return true;
+}
+
+/* --feed for compile: NAME, NAME:k, NAME:DIMS, NAME:k:DIMS. DIMS has an 'x'
+ * (1x224x224x3) or is 'scalar'; a rank-1 shape needs the explicit index
+ * (input:0:5). */
+static bool parse_compile_feed(const char *v, TfFeedSpec *f, char **name_out, Status *st)
+{
+    memset(f, 0, sizeof *f);
+    char *name = strdup(v);
+    if (!name)
+        return st_errorf(st, ST_NOMEM, "out of memory");
+    *name_out = name;
+    char *c = strrchr(name, ':');
+    if (c) {
+        const char *suffix = c + 1;
+        bool has_index_before = memchr(name, ':', (size_t)(c - name)) != NULL;
+        bool looks_dims = strchr(suffix, 'x') != NULL || !strcmp(suffix, "scalar");
+        if (looks_dims || (has_index_before && all_digits(suffix))) {
+            if (!parse_dims(suffix, &f->shape))
+                return st_errorf(st, ST_ERROR, "--feed %s: bad dims '%s' (expected e.g. 1x224x224x3)", v,
+                                 suffix);
+            f->has_shape = true;
+            *c = 0;
+        }
+    }
+    f->name = name;
+    return true;
+}
+
+/* ---- temp dirs and processes --------------------------------------------- */
+
+static bool mkdir_p(const char *path, Status *st)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return st_errorf(st, ST_IO, "%s: path too long", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0777) && errno != EEXIST)
+                return st_errorf(st, ST_IO, "%s: cannot create directory: %s", buf, strerror(errno));
+            *p = '/';
+        }
+    }
+    if (mkdir(buf, 0777) && errno != EEXIST)
+        return st_errorf(st, ST_IO, "%s: cannot create directory: %s", buf, strerror(errno));
+    return true;
+}
+
+static void rm_rf(const char *dir)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp("rm", "rm", "-rf", "--", dir, (char *)NULL);
+        _exit(127);
+    }
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+}
+
+/* Model prefix: from --name or the output's base name, made a C identifier. */
+static void model_name(const Options *o, char *buf, size_t n)
+{
+    const char *src = o->name;
+    if (!src && o->output) {
+        const char *b = strrchr(o->output, '/');
+        src = b ? b + 1 : o->output;
+    }
+    if (!src || !*src)
+        src = "model";
+    cg_c_ident(src, buf, n);
+    if (!buf[0] || isdigit((unsigned char)buf[0])) {
+        char tmp[128];
+        snprintf(tmp, sizeof tmp, "m_%s", buf);
+        snprintf(buf, n, "%s", tmp);
+    }
+}
+
+/* ---- compile ------------------------------------------------------------- */
+
+typedef struct Stats {
+    double load_ms, import_ms, passes_ms, codegen_ms, cc_ms;
+    int tf_nodes, ir_nodes;
+} Stats;
+
+static void print_stats(const Stats *s, const IrGraph *g, FILE *err)
+{
+    fprintf(err,
+            "stats: load_ms=%.1f import_ms=%.1f passes_ms=%.1f codegen_ms=%.1f cc_ms=%.1f tf_nodes=%d "
+            "ir_nodes=%d arena_bytes=%lld intermediates_bytes=%lld weights_bytes=%lld\n",
+            s->load_ms, s->import_ms, s->passes_ms, s->codegen_ms, s->cc_ms, s->tf_nodes, s->ir_nodes,
+            (long long)g->arena_bytes, (long long)g->unplanned_bytes, (long long)g->weights_bytes);
+}
+
+/* Compiles o->model with the given feed specs into exe_path, generated files
+ * in gen_dir. */
+static bool compile_model(const Options *o, const TfFeedSpec *feeds, int n_feeds, const char *const *fetches,
+                          int n_fetches, const char *gen_dir, const char *exe_path, const char *name,
+                          Stats *stats, FILE *err, Status *st)
+{
+    FeModel m = {0};
+    double t0 = now_ms();
+    if (!fe_load(o->model, &m, st))
+        return false;
+    stats->load_ms = now_ms() - t0;
+    stats->tf_nodes = (int)m.graph->n_node;
+
+    TfImportOptions io = {.file = o->model, .feeds = feeds, .n_feeds = n_feeds, .fetches = fetches,
+                          .n_fetches = n_fetches};
+    t0 = now_ms();
+    IrGraph *g = tf_import(m.graph, &io, st);
+    stats->import_ms = now_ms() - t0;
+    fe_model_free(&m);
+    if (!g)
+        return false;
+    g->name = arena_strdup(&g->arena, name);
+
+    PipelineOptions po = {.dump_after = o->dump_after,
+                          .dump_dir = o->dump_dir ? o->dump_dir : "dump",
+                          .verify_each = o->verify_each,
+                          .disabled = o->disabled,
+                          .n_disabled = o->n_disabled};
+    t0 = now_ms();
+    bool ok = pass_run_pipeline(g, &po, st);
+    stats->passes_ms = now_ms() - t0;
+    stats->ir_nodes = ir_graph_live_count(g);
+    if (ok) {
+        CgOptions co = {.name = name, .source_file = o->model};
+        t0 = now_ms();
+        ok = cgc_emit(g, &co, gen_dir, st);
+        stats->codegen_ms = now_ms() - t0;
+    }
+    if (ok) {
+        TgtTimes times = {0};
+        ok = tgt_build_exe(tgt_host(), gen_dir, name, exe_path, &times, st);
+        stats->cc_ms = times.cc_seconds * 1e3;
+    }
+    if (ok && o->stats)
+        print_stats(stats, g, err);
+    ir_graph_free(g);
+    return ok;
+}
+
+/* Feed and fetch specs from --config (tfcompile's tf2xla.Config). */
+static bool config_specs(const char *path, TfFeedSpec *feeds, int *n_feeds, const char **fetches,
+                         int *n_fetches, Tensorflow__Tf2xla__Config **cfg_out, Status *st)
+{
+    Tensorflow__Tf2xla__Config *cfg = fe_config_load(path, st);
+    if (!cfg)
+        return false;
+    *cfg_out = cfg;
+    for (size_t i = 0; i < cfg->n_feed; i++) {
+        if (*n_feeds >= MAX_ITEMS)
+            return st_errorf(st, ST_ERROR, "%s: too many feeds", path);
+        Tensorflow__Tf2xla__Feed *f = cfg->feed[i];
+        if (!f->id || !f->id->node_name || !f->id->node_name[0])
+            return st_errorf(st, ST_ERROR, "%s: feed %zu has no id.node_name", path, i);
+        TfFeedSpec *s = &feeds[(*n_feeds)++];
+        memset(s, 0, sizeof *s);
+        char *nm = malloc(strlen(f->id->node_name) + 24);
+        if (!nm)
+            return st_errorf(st, ST_NOMEM, "out of memory");
+        sprintf(nm, "%s:%lld", f->id->node_name, (long long)f->id->output_index);
+        s->name = nm;
+        if (f->shape && !f->shape->unknown_rank) {
+            if (f->shape->n_dim > IR_MAX_RANK)
+                return st_errorf(st, ST_ERROR, "%s: feed '%s': rank %zu > %d", path, nm, f->shape->n_dim,
+                                 IR_MAX_RANK);
+            s->has_shape = true;
+            s->shape.rank = (int)f->shape->n_dim;
+            for (size_t d = 0; d < f->shape->n_dim; d++) {
+                s->shape.dims[d] = f->shape->dim[d]->size;
+                if (s->shape.dims[d] < 0)
+                    s->has_shape = false;
+            }
+        }
+        if (f->type)
+            s->dtype = (tcrt_dtype)f->type;
+    }
+    for (size_t i = 0; i < cfg->n_fetch; i++) {
+        if (*n_fetches >= MAX_ITEMS)
+            return st_errorf(st, ST_ERROR, "%s: too many fetches", path);
+        Tensorflow__Tf2xla__Fetch *f = cfg->fetch[i];
+        if (!f->id || !f->id->node_name || !f->id->node_name[0])
+            return st_errorf(st, ST_ERROR, "%s: fetch %zu has no id.node_name", path, i);
+        char *nm = malloc(strlen(f->id->node_name) + 24);
+        if (!nm)
+            return st_errorf(st, ST_NOMEM, "out of memory");
+        sprintf(nm, "%s:%lld", f->id->node_name, (long long)f->id->output_index);
+        fetches[(*n_fetches)++] = nm;
+    }
+    return true;
+}
+
+static int report(Status *st, FILE *err)
+{
+    if (st_ok(st))
+        return 0;
+    const char *p = st->msg;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        fprintf(err, "error: %.*s\n", len, p);
+        p += len + (nl ? 1 : 0);
+    }
+    if (!st->msg[0])
+        fprintf(err, "error: failed (no message)\n");
+    return 1;
+}
+
+static int cmd_compile(const Options *o, FILE *out, FILE *err)
+{
+    Status st = ST_INIT;
+    TfFeedSpec feeds[MAX_ITEMS];
+    char *names[MAX_ITEMS] = {0};
+    const char *fetches[MAX_ITEMS];
+    int n_feeds = 0, n_fetches = 0;
+    Tensorflow__Tf2xla__Config *cfg = NULL;
+    int rc = 1;
+
+    if (o->config && !config_specs(o->config, feeds, &n_feeds, fetches, &n_fetches, &cfg, &st))
+        goto done;
+    for (int i = 0; i < o->n_feeds; i++) {
+        if (n_feeds >= MAX_ITEMS) {
+            st_errorf(&st, ST_ERROR, "too many feeds");
+            goto done;
+        }
+        if (!parse_compile_feed(o->feeds[i], &feeds[n_feeds], &names[i], &st))
+            goto done;
+        n_feeds++;
+    }
+    for (int i = 0; i < o->n_fetches; i++)
+        fetches[n_fetches++] = o->fetches[i];
+    if (n_fetches == 0) {
+        st_errorf(&st, ST_ERROR, "nothing to compile: give --fetch NAME (see 'tfcc info %s')", o->model);
+        goto done;
+    }
+
+    char name[128];
+    model_name(o, name, sizeof name);
+    char tmpl[] = "/tmp/tfcc-XXXXXX";
+    const char *gen_dir = o->keep_dir;
+    if (gen_dir) {
+        if (!mkdir_p(gen_dir, &st))
+            goto done;
+    } else {
+        gen_dir = mkdtemp(tmpl);
+        if (!gen_dir) {
+            st_errorf(&st, ST_IO, "cannot create a temporary directory: %s", strerror(errno));
+            goto done;
+        }
+    }
+    Stats stats = {0};
+    bool ok = compile_model(o, feeds, n_feeds, fetches, n_fetches, gen_dir, o->output, name, &stats, err, &st);
+    if (!o->keep_dir)
+        rm_rf(gen_dir);
+    if (ok) {
+        fprintf(out, "compiled %s -> %s\n", o->model, o->output);
+        rc = 0;
+    }
+done:
+    for (int i = 0; i < o->n_feeds; i++)
+        free(names[i]);
+    if (cfg)
+        protobuf_c_message_free_unpacked(&cfg->base, NULL);
+    return rc ? report(&st, err) : 0;
+}
+
+/* ---- run ----------------------------------------------------------------- */
+
+static int run_exe(const char *exe, char **argv, FILE *err)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(err, "error: fork failed: %s\n", strerror(errno));
+        return 1;
+    }
+    if (pid == 0) {
+        execv(exe, argv);
+        _exit(127);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0)
+        return 1;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    fprintf(err, "error: %s killed by signal %d\n", exe, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return 1;
+}
+
+static int cmd_run(const Options *o, FILE *out, FILE *err)
+{
+    Status st = ST_INIT;
+    TfFeedSpec feeds[MAX_ITEMS];
+    char *names[MAX_ITEMS] = {0};
+    const char *files[MAX_ITEMS];
+    const char *fetches[MAX_ITEMS];
+    int n_feeds = 0, n_fetches = 0, rc = 1;
+    char dir_tmpl[] = "/tmp/tfcc-run-XXXXXX";
+    const char *gen_dir = NULL;
+    (void)out;
+
+    for (int i = 0; i < o->n_feeds; i++) {
+        const char *eq = strrchr(o->feeds[i], '=');
+        if (!eq || eq == o->feeds[i] || !eq[1]) {
+            st_errorf(&st, ST_ERROR, "--feed '%s': run needs NAME=FILE.npy", o->feeds[i]);
+            goto done;
+        }
+        names[i] = strndup(o->feeds[i], (size_t)(eq - o->feeds[i]));
+        files[i] = eq + 1;
+        tcrt_tensor t;
+        char msg[512];
+        tcrt_status s = tcrt_npy_read(files[i], &t, msg, sizeof msg);
+        if (s != TCRT_OK) {
+            st_errorf(&st, ST_IO, "%s", msg);
+            goto done;
+        }
+        free(t.data);
+        TfFeedSpec *f = &feeds[n_feeds++];
+        memset(f, 0, sizeof *f);
+        f->name = names[i];
+        f->has_shape = true;
+        f->dtype = t.dtype;
+        f->shape.rank = t.rank;
+        for (int d = 0; d < t.rank; d++)
+            f->shape.dims[d] = t.dims[d];
+    }
+    for (int i = 0; i < o->n_fetches; i++)
+        fetches[n_fetches++] = o->fetches[i];
+    if (n_fetches == 0) {
+        st_errorf(&st, ST_ERROR, "nothing to run: give --fetch NAME (see 'tfcc info %s')", o->model);
+        goto done;
+    }
+    gen_dir = o->keep_dir;
+    if (gen_dir) {
+        if (!mkdir_p(gen_dir, &st))
+            goto done;
+    } else if (!(gen_dir = mkdtemp(dir_tmpl))) {
+        st_errorf(&st, ST_IO, "cannot create a temporary directory: %s", strerror(errno));
+        goto done;
+    }
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/model", gen_dir);
+    Options oc = *o;
+    oc.output = exe;
+    char name[128];
+    snprintf(name, sizeof name, "model");
+    if (o->name)
+        model_name(o, name, sizeof name);
+    Stats stats = {0};
+    if (!compile_model(&oc, feeds, n_feeds, fetches, n_fetches, gen_dir, exe, name, &stats, err, &st))
+        goto done;
+
+    /* exe --feed NAME=FILE ... --out-dir DIR [--threads N] [--repeat N] */
+    char *argv[2 * MAX_ITEMS + MAX_ITEMS + 8];
+    int k = 0;
+    argv[k++] = exe;
+    for (int i = 0; i < n_feeds; i++) {
+        argv[k++] = "--feed";
+        argv[k++] = (char *)o->feeds[i];
+    }
+    argv[k++] = "--out-dir";
+    argv[k++] = (char *)(o->out_dir ? o->out_dir : ".");
+    for (int i = 0; i < o->n_run_args; i++)
+        argv[k++] = (char *)o->run_args[i];
+    argv[k] = NULL;
+    rc = run_exe(exe, argv, err);
+    if (!o->keep_dir)
+        rm_rf(gen_dir);
+    for (int i = 0; i < o->n_feeds; i++)
+        free(names[i]);
+    return rc;
+done:
+    if (gen_dir && !o->keep_dir)
+        rm_rf(gen_dir);
+    for (int i = 0; i < o->n_feeds; i++)
+        free(names[i]);
+    return report(&st, err);
+}
+
+/* ---- info ---------------------------------------------------------------- */
+
+typedef struct OpCount {
+    const char *op;
+    int n;
+} OpCount;
+
+static int cmp_opcount(const void *a, const void *b)
+{
+    const OpCount *x = a, *y = b;
+    if (x->n != y->n)
+        return y->n - x->n;
+    return strcmp(x->op, y->op);
+}
+
+static const Tensorflow__AttrValue *find_attr(const Tensorflow__NodeDef *nd, const char *key)
+{
+    const Tensorflow__AttrValue *v = NULL;
+    for (size_t i = 0; i < nd->n_attr; i++)
+        if (nd->attr[i]->key && !strcmp(nd->attr[i]->key, key))
+            v = nd->attr[i]->value; /* last duplicate wins, as protobuf */
+    return v;
+}
+
+static void print_shape_attr(FILE *out, const Tensorflow__AttrValue *v)
+{
+    if (!v || v->value_case != TENSORFLOW__ATTR_VALUE__VALUE_SHAPE || !v->shape) {
+        fprintf(out, "[?]");
+        return;
+    }
+    if (v->shape->unknown_rank) {
+        fprintf(out, "[unknown rank]");
+        return;
+    }
+    fprintf(out, "[");
+    for (size_t d = 0; d < v->shape->n_dim; d++)
+        fprintf(out, "%s%lld", d ? "," : "", (long long)v->shape->dim[d]->size);
+    fprintf(out, "]");
+}
+
+static int cmd_info(const Options *o, FILE *out, FILE *err)
+{
+    Status st = ST_INIT;
+    FeModel m = {0};
+    if (!fe_load(o->model, &m, &st))
+        return report(&st, err);
+    const Tensorflow__GraphDef *gd = m.graph;
+    fprintf(out, "model: %s\nformat: %s\nnodes: %zu\n", o->model, fe_format_name(m.format), gd->n_node);
+
+    /* inputs: placeholders */
+    fprintf(out, "\ninputs:\n");
+    for (size_t i = 0; i < gd->n_node; i++) {
+        const Tensorflow__NodeDef *nd = gd->node[i];
+        if (!nd->op || (strcmp(nd->op, "Placeholder") && strcmp(nd->op, "PlaceholderWithDefault")))
+            continue;
+        const Tensorflow__AttrValue *dt = find_attr(nd, "dtype");
+        tcrt_dtype d = dt && dt->value_case == TENSORFLOW__ATTR_VALUE__VALUE_TYPE ? (tcrt_dtype)dt->type : 0;
+        fprintf(out, "  %s:0  %s ", nd->name, d ? tcrt_dtype_name(d) : "?");
+        print_shape_attr(out, find_attr(nd, "shape"));
+        fprintf(out, "%s\n", strcmp(nd->op, "Placeholder") ? "  (has default)" : "");
+    }
+
+    /* outputs: nodes nobody consumes (data or control) */
+    fprintf(out, "\noutputs (nodes no other node uses):\n");
+    size_t n = gd->n_node;
+    bool *used = calloc(n ? n : 1, sizeof *used);
+    if (!used) {
+        fe_model_free(&m);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const Tensorflow__NodeDef *nd = gd->node[i];
+        for (size_t k = 0; k < nd->n_input; k++) {
+            char buf[1024];
+            int idx;
+            const char *in = nd->input[k];
+            if (in[0] == '^')
+                in++;
+            if (!tf_parse_tensor_name(in, buf, sizeof buf, &idx))
+                continue;
+            for (size_t j = 0; j < n; j++)
+                if (gd->node[j]->name && !strcmp(gd->node[j]->name, buf)) {
+                    used[j] = true;
+                    break;
+                }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const Tensorflow__NodeDef *nd = gd->node[i];
+        if (used[i] || !nd->op || !strcmp(nd->op, "NoOp") || !strcmp(nd->op, "Const"))
+            continue;
+        fprintf(out, "  %s  (%s)\n", nd->name, nd->op);
+    }
+    free(used);
+
+    /* op histogram and unsupported ops */
+    OpCount *hist = calloc(n ? n : 1, sizeof *hist);
+    int nh = 0;
+    if (!hist) {
+        fe_model_free(&m);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *op = gd->node[i]->op ? gd->node[i]->op : "?";
+        int j = 0;
+        while (j < nh && strcmp(hist[j].op, op))
+            j++;
+        if (j == nh)
+            hist[nh++].op = op;
+        hist[j].n++;
+    }
+    qsort(hist, (size_t)nh, sizeof *hist, cmp_opcount);
+    fprintf(out, "\nops (%d types):\n", nh);
+    for (int j = 0; j < nh; j++)
+        fprintf(out, "  %6d  %s%s\n", hist[j].n, hist[j].op,
+                tf_op_supported(hist[j].op) ? "" : "   [unsupported]");
+    int n_unsup = 0;
+    for (size_t i = 0; i < n; i++)
+        if (gd->node[i]->op && !tf_op_supported(gd->node[i]->op)) {
+            if (!n_unsup++)
+                fprintf(out, "\nunsupported ops by node:\n");
+            fprintf(out, "  %s  (%s)\n", gd->node[i]->name, gd->node[i]->op);
+        }
+    if (!n_unsup)
+        fprintf(out, "\nunsupported ops: none\n");
+    free(hist);
+    fe_model_free(&m);
+    return 0;
+}
+
+/* ---- ops ----------------------------------------------------------------- */
+
+typedef struct OpsCtx {
+    FILE *out;
+    bool markdown;
+    int n;
+} OpsCtx;
+
+static void print_op(const TfOpDoc *d, void *ud)
+{
+    OpsCtx *c = ud;
+    c->n++;
+    if (c->markdown)
+        fprintf(c->out, "| `%s` | %s | C (CPU) | no |\n", d->tf_op, d->lowers_to ? d->lowers_to : "");
+    else
+        fprintf(c->out, "%-32s %s\n", d->tf_op, d->lowers_to ? d->lowers_to : "");
+}
+
+static int cmd_ops(const Options *o, FILE *out)
+{
+    OpsCtx c = {out, o->markdown, 0};
+    if (o->markdown) {
+        fprintf(out, "# Supported operations\n\n"
+                     "Generated by `tfcc ops --markdown` from the op tables (compiler/tf/tf_ops_*.c and\n"
+                     "ir/ops.def). Do not edit by hand: run `make docs`.\n\n"
+                     "## TensorFlow ops\n\n"
+                     "| TF op | lowers to (IR primitives) | backends | gradient |\n|---|---|---|---|\n");
+    }
+    tf_ops_foreach(print_op, &c);
+    if (o->markdown) {
+        fprintf(out, "\n%d TensorFlow op types.\n\n## IR primitives (ir/ops.def)\n\n"
+                     "| primitive | kind | inputs | C expression / kernel |\n|---|---|---|---|\n",
+                c.n);
+        for (int op = 0; op < OP_COUNT; op++) {
+            const OpInfo *inf = ir_op_info((Op)op);
+            char ar[16];
+            if (inf->arity < 0)
+                snprintf(ar, sizeof ar, "variadic");
+            else
+                snprintf(ar, sizeof ar, "%d", inf->arity);
+            const char *impl = inf->c_expr ? inf->c_expr : inf->ref_kernel_name ? inf->ref_kernel_name : "-";
+            fprintf(out, "| `%s` | %s | %s | `", inf->name, ir_kind_name(inf->kind), ar);
+            for (const char *p = impl; *p; p++)
+                fputs(*p == '|' ? "\\|" : (char[]){*p, 0}, out);
+            fprintf(out, "` |\n");
+        }
+    }
+    return 0;
+}
+
+int drv_main(int argc, char **argv, FILE *out, FILE *err)
+{
+    Options o;
+    int rc = parse_args(argc, argv, &o, err);
+    if (rc == -1)
+        return 0;
+    if (rc)
+        return rc;
+    if (!strcmp(o.cmd, "compile"))
+        return cmd_compile(&o, out, err);
+    if (!strcmp(o.cmd, "run"))
+        return cmd_run(&o, out, err);
+    if (!strcmp(o.cmd, "info"))
+        return cmd_info(&o, out, err);
+    return cmd_ops(&o, out);
+}

@@ -1,0 +1,47 @@
+/* compiler/tf/tf.h - TensorFlow graphs to IR.
+ *
+ * tf_import prunes the GraphDef to what the fetches need (feeds cut
+ * everything upstream of them, TensorFlow's partial execution), orders it
+ * topologically (rejecting cycles and dangling inputs), and lowers each TF
+ * node through one row of the op table (tf_ops_*.c) into IR primitives.
+ */
+#ifndef COMPILER_TF_H
+#define COMPILER_TF_H
+
+#include <stdio.h>
+
+#include "ir/ir.h"
+#include "tensorflow/core/framework/graph.pb-c.h"
+
+typedef struct TfFeedSpec {
+    const char *name;             /* "input" or "input:0" */
+    bool has_shape;               /* shape given by the user (or the fed array) */
+    IrShape shape;
+    tcrt_dtype dtype;             /* TCRT_INVALID: take the graph's */
+} TfFeedSpec;
+
+typedef struct TfImportOptions {
+    const char *file;             /* for messages */
+    const TfFeedSpec *feeds;
+    int n_feeds;
+    const char *const *fetches;   /* "Softmax" or "Softmax:0" */
+    int n_fetches;
+} TfImportOptions;
+
+/* Returns the lowered graph (free with ir_graph_free) or NULL with st set. */
+IrGraph *tf_import(const Tensorflow__GraphDef *gd, const TfImportOptions *o, Status *st);
+
+/* Splits "node:3" into node name and index (index 0 when absent). buf holds
+ * the node name.  False when the index is not a number. */
+bool tf_parse_tensor_name(const char *s, char *buf, size_t n, int *index);
+
+/* The op table. */
+typedef struct TfOpDoc {
+    const char *tf_op;
+    const char *lowers_to;        /* "conv2d + add + relu" */
+} TfOpDoc;
+bool tf_op_supported(const char *tf_op);
+/* Calls fn for every supported TF op, sorted by name. */
+void tf_ops_foreach(void (*fn)(const TfOpDoc *d, void *ud), void *ud);
+
+#endif

@@ -1,0 +1,73 @@
+/* compiler/tf/tf_int.h - internal interface between tf_import.c and the
+ * op tables (tf_ops_nn.c, tf_ops_array.c).
+ *
+ * A lowering function receives the node's data inputs already lowered to IR
+ * values and writes one IR value per TF output.  Attributes are read through
+ * tf_attr_* which fall back to the row's registry defaults (TensorFlow's op
+ * registry defaults, kept here as data for the ops we support), so 2017
+ * graphs without `dilations` still load.
+ */
+#ifndef COMPILER_TF_INT_H
+#define COMPILER_TF_INT_H
+
+#include "compiler/tf/tf.h"
+
+#define TF_MAX_OUTPUTS 1024
+
+typedef struct TfOpRow TfOpRow;
+
+typedef struct TfCtx {
+    IrGraph *g;
+    const char *file;
+    const Tensorflow__NodeDef *nd;
+    const TfOpRow *row;
+    Status *st;
+} TfCtx;
+
+/* in: data inputs (control inputs removed); out: at least TF_MAX_OUTPUTS slots;
+ * *n_out: number of outputs written.  Return false with an error recorded
+ * (tf_errorf) on failure. */
+typedef bool (*TfLowerFn)(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out);
+
+struct TfOpRow {
+    const char *tf_op;            /* "Conv2D" */
+    TfLowerFn lower;
+    const char *defaults;         /* registry defaults: "data_format=NHWC;dilations=[1,1,1,1]" */
+    const char *lowers_to;        /* for docs/ops.md */
+};
+
+extern const TfOpRow tf_ops_nn[];     /* terminated by a row with tf_op == NULL */
+extern const TfOpRow tf_ops_array[];
+
+/* Records "FILE: node 'NAME' (OP): <message>" and returns false. */
+bool tf_errorf(TfCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Attribute access.  Missing attrs take the row's default; if there is none
+ * either, the getter records "missing attribute 'x'" and returns false.
+ * tf_attr_has tells whether the node (or the defaults) has it. */
+bool tf_attr_has(TfCtx *c, const char *name);
+bool tf_attr_int(TfCtx *c, const char *name, int64_t *v);
+bool tf_attr_float(TfCtx *c, const char *name, double *v);
+bool tf_attr_bool(TfCtx *c, const char *name, bool *v);
+bool tf_attr_type(TfCtx *c, const char *name, tcrt_dtype *v);
+/* Returns a pointer valid while the GraphDef lives (or a static default). */
+bool tf_attr_str(TfCtx *c, const char *name, const char **v);
+bool tf_attr_ints(TfCtx *c, const char *name, int64_t *v, int max, int *n);
+bool tf_attr_floats(TfCtx *c, const char *name, double *v, int max, int *n);
+/* list(string) attrs, e.g. _FusedConv2D fused_ops. */
+bool tf_attr_strs(TfCtx *c, const char *name, const char **v, int max, int *n);
+/* A TensorProto attr ("value" of Const) converted to an IR constant. */
+bool tf_attr_tensor(TfCtx *c, const char *name, IrValue *v);
+
+/* A TensorProto converted to an IR constant (half/bfloat16 widened to
+ * float32; fewer values than elements repeat the last one). */
+bool tf_tensor_to_const(TfCtx *c, const Tensorflow__TensorProto *tp, IrValue *v);
+
+/* TF DataType -> tcrt dtype; false (with error) for unsupported types. */
+bool tf_dtype(TfCtx *c, int tf_type, tcrt_dtype *out);
+
+/* Integer constant input helper: error names the input index when the value
+ * is not a compile-time constant ("input 1 (axis) must be a constant"). */
+bool tf_const_ints(TfCtx *c, IrValue v, const char *what, int64_t *out, int max, int *n);
+
+#endif

@@ -1,0 +1,303 @@
+/* ir/ir.h - tfcc's intermediate representation: the one public header of ir/.
+ *
+ * An IrGraph is a list of IrNodes in creation order (which is a topological
+ * order: a node is created after its inputs).  Each node applies one
+ * primitive from ir/ops.def to typed inputs (node + output index) and has
+ * typed, statically shaped outputs.  Nodes remember the TensorFlow node they
+ * came from (origin) for messages and kernel comments.  Everything lives in
+ * the graph's arena and dies with it.
+ *
+ * Sections: status.c, arena.c, ops.c, graph.c (builder), shape.c (shape
+ * rules), fold.c (evaluation through the runtime's reference kernels),
+ * verify.c, print.c (text and DOT), parse.c (text back to a graph).
+ */
+#ifndef IR_IR_H
+#define IR_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tcrt.h"
+#include "tcrt_kernels.h"
+
+#define IR_MAX_RANK TCRT_MAX_RANK
+#define IR_MAX_IPARAM TCRT_MAX_IPARAM
+#define IR_MAX_FPARAM TCRT_MAX_FPARAM
+/* Limits on what a model file may ask for (checked, documented in docs/limits.md). */
+#define IR_MAX_ELEMENTS ((int64_t)1 << 34)     /* elements in one tensor */
+#define IR_MAX_FOLD_BYTES ((size_t)64 << 20)    /* largest constant folding result */
+
+/* ---- status.c ---------------------------------------------------------- */
+
+enum { ST_OK = 0, ST_ERROR = 1, ST_NOMEM = 2, ST_UNSUPPORTED = 3, ST_IO = 4 };
+
+/* A sticky error record: the first code wins, messages accumulate (one per
+ * line, at most sizeof msg bytes). */
+typedef struct Status {
+    int code;
+    int n_errors;
+    char msg[4096];
+} Status;
+
+#define ST_INIT {0, 0, {0}}
+/* Records an error; always returns false so callers can `return st_errorf(...)`. */
+bool st_errorf(Status *st, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool st_verrorf(Status *st, int code, const char *fmt, va_list ap);
+static inline bool st_ok(const Status *st) { return st->code == ST_OK; }
+/* Prefixes every message recorded so far with `prefix` (e.g. the file name). */
+void st_prefix(Status *st, const char *prefix);
+
+/* ALWAYS(x): x must hold for input-derived data; asserts in debug builds,
+ * records an error in release. */
+#ifdef NDEBUG
+#define ALWAYS(st, x) ((x) ? true : st_errorf((st), ST_ERROR, "internal check failed: %s (%s:%d)", #x, __FILE__, __LINE__))
+#else
+#include <assert.h>
+#define ALWAYS(st, x) ((x) ? true : (assert(!#x), false))
+#endif
+
+/* ---- arena.c ----------------------------------------------------------- */
+
+/* Injected allocator (Lua style). NULL means malloc/realloc/free. */
+typedef struct XxAlloc {
+    void *(*alloc)(void *ud, size_t n);
+    void (*free)(void *ud, void *p);
+    void *ud;
+} XxAlloc;
+
+typedef struct ArenaBlock ArenaBlock;
+typedef struct Arena {
+    const XxAlloc *a;
+    ArenaBlock *head;
+    size_t used;                  /* bytes handed out, for stats */
+} Arena;
+
+void arena_init(Arena *ar, const XxAlloc *a);
+/* Zeroed, 16-byte aligned (64 for n >= 4096); NULL on OOM. */
+void *arena_alloc(Arena *ar, size_t n);
+char *arena_strdup(Arena *ar, const char *s);
+/* Zeroed, aligned to `align` (a power of two, at least 16); NULL on OOM. */
+void *arena_alloc_align(Arena *ar, size_t n, size_t align);
+void arena_reset(Arena *ar);      /* frees every block */
+/* Fails allocation number N (1-based) when XX_FAIL_ALLOC=N is set by tests
+ * through xx_fail_alloc_set (never read from the environment by the library). */
+void xx_fail_alloc_set(long n);
+void *xx_malloc(size_t n);        /* the only malloc call sites go through here */
+void xx_free(void *p);
+
+/* ---- ops.c ------------------------------------------------------------- */
+
+typedef enum Op {
+#define X(e, name, arity, nout, kind, shape, ref, expr, flags) OP_##e,
+#include "ir/ops.def"
+#undef X
+    OP_COUNT
+} Op;
+
+typedef enum OpKind { K_LEAF, K_ELEM, K_REDUCE, K_CONTRACT, K_WINDOW, K_MOVE, K_MISC } OpKind;
+
+enum {
+    F_NONE = 0,
+    F_COMMUT = 1 << 0,        /* inputs may be swapped (CSE canonicalizes) */
+    F_EFFECT = 1 << 1,        /* never folded, merged or removed as a duplicate */
+    F_BOOLOUT = 1 << 2,       /* output dtype is bool */
+    F_FLOAT = 1 << 3,         /* inputs must be floating point */
+    F_DTYPE_GIVEN = 1 << 4,   /* output dtype set by the builder */
+};
+
+typedef struct IrGraph IrGraph;
+typedef struct IrNode IrNode;
+typedef bool (*IrShapeRule)(IrGraph *g, IrNode *n, Status *st);
+
+typedef struct OpInfo {
+    const char *name;
+    int arity;                /* -1 = variadic */
+    int n_outputs;
+    OpKind kind;
+    IrShapeRule shape_rule;
+    tcrt_kernel_fn ref_kernel; /* NULL for leaf and elementwise */
+    const char *ref_kernel_name; /* "tcrt_ref_matmul" or NULL */
+    const char *c_expr;       /* elementwise expression over A, B, C, or NULL */
+    unsigned flags;
+} OpInfo;
+
+const OpInfo *ir_op_info(Op op);
+const char *ir_op_name(Op op);
+bool ir_op_from_name(const char *name, Op *out);
+const char *ir_kind_name(OpKind k);
+
+/* ---- graph.c ----------------------------------------------------------- */
+
+typedef struct IrShape {
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+} IrShape;
+
+typedef struct IrType {
+    tcrt_dtype dtype;
+    IrShape shape;
+} IrType;
+
+typedef struct IrValue {
+    IrNode *node;
+    int index;                    /* which output of node */
+} IrValue;
+
+typedef struct IrParams {
+    int64_t i[IR_MAX_IPARAM];
+    double f[IR_MAX_FPARAM];
+} IrParams;
+
+/* Per-output results of scheduling/planning (passes/memplan.c). */
+typedef struct IrOut {
+    IrType type;
+    int64_t offset;               /* arena byte offset (or weights offset for CONST), -1 unplanned */
+} IrOut;
+
+struct IrNode {
+    int id;                       /* unique, stable within the graph */
+    Op op;
+    const char *origin;           /* TF node name it came from (owned by graph) */
+    const char *origin_op;        /* TF op type ("Conv2D") */
+    int n_inputs;
+    IrValue *inputs;
+    int n_ctrl;                   /* control dependencies */
+    IrNode **ctrl;
+    int n_outputs;
+    IrOut *out;
+    IrParams p;
+    void *data;                   /* CONST: element data, owned by the graph */
+    size_t data_bytes;
+    const char *device;           /* requested device or NULL */
+    int64_t workspace_bytes;      /* scratch the kernel needs during the call */
+    int64_t workspace_offset;
+    bool dead;                    /* removed; skipped by iteration, swept by ir_graph_compact */
+};
+
+typedef struct IrFeed {
+    const char *name;             /* "input:0" */
+    IrNode *arg;                  /* the OP_ARG node */
+} IrFeed;
+
+typedef struct IrFetch {
+    const char *name;             /* "Softmax:0" */
+    IrValue value;
+} IrFetch;
+
+struct IrGraph {
+    Arena arena;
+    IrNode **nodes;               /* creation order = topological order */
+    int n_nodes, cap_nodes;
+    int next_id;
+    IrFeed *feeds;
+    int n_feeds, cap_feeds;
+    IrFetch *fetches;
+    int n_fetches, cap_fetches;
+    const char *name;             /* model name (C identifier) */
+    const char *cur_origin;       /* origin stamped on new nodes */
+    const char *cur_origin_op;
+    bool fold_on_build;           /* ir_emit folds nodes whose inputs are all constant */
+    int64_t arena_bytes;          /* set by memory planning */
+    int64_t weights_bytes;
+    int64_t unplanned_bytes;      /* sum of every planned buffer, for stats */
+};
+
+/* Returns NULL (and st set) on OOM. Free with ir_graph_free. */
+IrGraph *ir_graph_new(const XxAlloc *a, Status *st);
+void ir_graph_free(IrGraph *g);
+void ir_graph_set_origin(IrGraph *g, const char *tf_name, const char *tf_op);
+
+/* Builds a node: checks arity and dtypes, runs the op's shape rule (and, with
+ * g->fold_on_build, folds when every input is constant, returning the CONST
+ * node instead).  `given` supplies output types for ops whose shape or dtype
+ * cannot be derived (shape_given rules, F_DTYPE_GIVEN, COPY, SLICE, TILE,
+ * BROADCAST, RESIZE, CONV2D_TRANSPOSE); it may be NULL otherwise.
+ * Errors name the origin node: "node 'x' (Add): shapes [2] and [3] do not broadcast".
+ * Returns the node (owned by g) or NULL. */
+IrNode *ir_emit(IrGraph *g, Op op, const IrValue *inputs, int n_inputs, const IrParams *p,
+                const IrType *given, Status *st);
+/* ir_emit and return output 0 ({NULL,0} on error). */
+IrValue ir_emit1(IrGraph *g, Op op, const IrValue *inputs, int n_inputs, const IrParams *p,
+                 const IrType *given, Status *st);
+/* Convenience forms. */
+IrValue ir_unary(IrGraph *g, Op op, IrValue a, Status *st);
+IrValue ir_binary(IrGraph *g, Op op, IrValue a, IrValue b, Status *st);
+IrValue ir_cast(IrGraph *g, IrValue a, tcrt_dtype to, Status *st);
+IrValue ir_reshape(IrGraph *g, IrValue a, const IrShape *to, Status *st);
+/* Constants: data is copied into the graph. */
+IrValue ir_const(IrGraph *g, tcrt_dtype dt, const IrShape *s, const void *data, Status *st);
+IrValue ir_const_scalar_f(IrGraph *g, tcrt_dtype dt, double v, Status *st); /* rank 0 */
+IrValue ir_const_i64s(IrGraph *g, tcrt_dtype dt, const int64_t *v, int n, Status *st); /* rank 1 */
+/* Feeds: creates an OP_ARG node of the given type and registers it under name. */
+IrValue ir_add_feed(IrGraph *g, const char *name, const IrType *t, Status *st);
+bool ir_add_fetch(IrGraph *g, const char *name, IrValue v, Status *st);
+void ir_add_ctrl(IrGraph *g, IrNode *n, IrNode *dep, Status *st);
+
+/* Queries. */
+static inline const IrType *ir_value_type(IrValue v) { return &v.node->out[v.index].type; }
+bool ir_is_const(IrValue v);
+/* Reads an integer constant (any int dtype, any rank) into out as int64;
+ * false if v is not constant or has more than max elements. */
+bool ir_const_ints(IrValue v, int64_t *out, int max, int *n);
+/* Reads a scalar or single-element numeric constant as double. */
+bool ir_const_scalar(IrValue v, double *out);
+int64_t ir_shape_count(const IrShape *s);     /* product of dims (1 for rank 0) */
+/* Product with overflow and IR_MAX_ELEMENTS checks; false when too big. */
+bool ir_shape_count_checked(const IrShape *s, int64_t *out);
+bool ir_shape_eq(const IrShape *a, const IrShape *b);
+size_t ir_type_bytes(const IrType *t);
+/* Formats "[1,224,224,3]" into buf (returns buf). */
+const char *ir_shape_str(const IrShape *s, char *buf, size_t n);
+IrShape ir_shape_make(int rank, const int64_t *dims);
+
+/* Uses: rebuilds use counts; ir_replace_uses redirects every use of `from` to `to`
+ * (nodes and fetches). */
+void ir_replace_uses(IrGraph *g, IrValue from, IrValue to);
+/* Number of live nodes using any output of n (fetches count too). */
+int ir_use_count(const IrGraph *g, const IrNode *n);
+/* Drops dead nodes from g->nodes (ids unchanged) and restores a topological
+ * order (stable: an ordered list stays as it is).  Call it after a pass that
+ * appends nodes used by earlier ones (folding appends its CONSTs at the end). */
+void ir_graph_compact(IrGraph *g);
+int ir_graph_live_count(const IrGraph *g);
+
+#define IR_FOR_EACH(g, n)                                                                          \
+    for (int n##_i_ = 0; n##_i_ < (g)->n_nodes; n##_i_++)                                          \
+        for (IrNode *n = (g)->nodes[n##_i_]; n && !n->dead; n = NULL)
+
+/* ---- shape.c ----------------------------------------------------------- */
+
+/* Runs n's shape rule again (used by the verifier and after rewrites). */
+bool ir_infer_node(IrGraph *g, IrNode *n, Status *st);
+/* NumPy broadcast of two shapes; false if they do not broadcast. */
+bool ir_broadcast_shapes(const IrShape *a, const IrShape *b, IrShape *out);
+
+/* ---- fold.c ------------------------------------------------------------ */
+
+/* Evaluates n (all inputs CONST) and returns a new CONST value per output in
+ * outv[n->n_outputs]. False with st set on kernel error; false with st clean
+ * when n cannot be folded (effects, too large). */
+bool ir_fold_node(IrGraph *g, IrNode *n, IrValue *outv, Status *st);
+/* Evaluates one elementwise op over concrete tensors (used by fold and tests):
+ * inputs already broadcast-compatible; out preallocated. */
+bool ir_eval_elementwise(Op op, const tcrt_tensor *in, int n_in, tcrt_tensor *out, Status *st);
+
+/* ---- verify.c ---------------------------------------------------------- */
+
+/* Read-only checks: input references live and earlier in order, arity, dtypes
+ * and shapes agree with the shape rules, fetches live. */
+bool ir_verify(const IrGraph *g, Status *st);
+
+/* ---- print.c / parse.c ------------------------------------------------- */
+
+/* Stable text form: one node per line, "%<id> = <op>(<inputs>) {params} : <dtype>[dims]  # origin".
+ * CONST data is summarized unless with_data. */
+void ir_print(const IrGraph *g, FILE *f, bool with_data);
+void ir_print_dot(const IrGraph *g, FILE *f);
+/* Parses ir_print(..., true) output back into a graph (NULL on error). */
+IrGraph *ir_parse(const char *text, const char *filename, Status *st);
+
+#endif

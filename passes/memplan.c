@@ -1,0 +1,278 @@
+/* passes/memplan.c - scheduling and static memory planning.
+ * requires: topo order, shapes, no dead nodes   preserves: shapes   invalidates: nothing
+ *
+ * The schedule is the node order.  A buffer is every output of every live
+ * non-CONST node, plus a workspace for each f32 CONV2D (sized by
+ * tcrt_fast_conv2d_workspace, live only during the node).  ARG outputs and
+ * fetched values are pinned: live for the whole run.  Other buffers live
+ * from their producer's position to their last consumer's (inclusive, so a
+ * node's inputs and outputs never share memory).
+ * Placement (greedy by size, TFLite-style): buffers sorted by size
+ * (largest first; ties by start, then node order), each placed at the
+ * 64-byte aligned offset of the smallest gap between already-placed buffers
+ * whose lifetimes overlap its own (best fit), or after the last of them.
+ * Correctness by construction: a buffer never overlaps in memory any placed
+ * buffer whose lifetime overlaps its own.
+ * A fetched CONST gets a COPY node (data must be in the arena, where
+ * results live).  CONST nodes still used get 64-byte aligned offsets in the
+ * weights blob (out[0].offset).  Sets g->arena_bytes (rounded up to 64),
+ * g->weights_bytes and g->unplanned_bytes (sum of all buffer sizes).
+ * Invariants: every live non-CONST output has offset >= 0 and
+ * offset + bytes <= arena_bytes; offsets are multiples of 64.
+ */
+#include "passes/passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 64
+
+typedef struct Buf {
+    int64_t size;
+    int start, end;               /* schedule positions, inclusive */
+    int64_t offset;
+    IrNode *node;
+    int out;                      /* output index, -1 for the workspace */
+    int seq;                      /* creation order, for a stable sort */
+} Buf;
+
+static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+
+static int cmp_place_order(const void *pa, const void *pb)
+{
+    const Buf *a = *(Buf *const *)pa, *b = *(Buf *const *)pb;
+    if (a->size != b->size)
+        return a->size > b->size ? -1 : 1;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int cmp_offset(const void *pa, const void *pb)
+{
+    const Buf *a = *(Buf *const *)pa, *b = *(Buf *const *)pb;
+    if (a->offset != b->offset)
+        return a->offset < b->offset ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Gives every fetched CONST value a COPY node so that results live in the
+ * arena.  Returns false on error. */
+static bool copy_fetched_consts(IrGraph *g, Status *st)
+{
+    bool fold = g->fold_on_build;
+    const char *origin = g->cur_origin, *origin_op = g->cur_origin_op;
+    g->fold_on_build = false;
+    bool ok = true;
+    for (int i = 0; i < g->n_fetches && ok; i++) {
+        IrValue v = g->fetches[i].value;
+        if (!v.node || v.node->op != OP_CONST)
+            continue;
+        /* Two fetches of one constant share the copy. */
+        IrValue copy = {NULL, 0};
+        for (int j = 0; j < i; j++) {
+            IrValue w = g->fetches[j].value;
+            if (w.node && w.node->op == OP_COPY && w.node->inputs[0].node == v.node &&
+                w.node->inputs[0].index == v.index)
+                copy = w;
+        }
+        if (!copy.node) {
+            g->cur_origin = v.node->origin;
+            g->cur_origin_op = v.node->origin_op;
+            IrType t = *ir_value_type(v);
+            copy = ir_emit1(g, OP_COPY, &v, 1, NULL, &t, st);
+            if (!copy.node) {
+                ok = false;
+                break;
+            }
+        }
+        g->fetches[i].value = copy;
+    }
+    g->fold_on_build = fold;
+    g->cur_origin = origin;
+    g->cur_origin_op = origin_op;
+    return ok;
+}
+
+static void to_tensor(const IrType *t, tcrt_tensor *x)
+{
+    memset(x, 0, sizeof *x);
+    x->dtype = t->dtype;
+    x->rank = t->shape.rank;
+    for (int d = 0; d < t->shape.rank && d < TCRT_MAX_RANK; d++)
+        x->dims[d] = t->shape.dims[d];
+}
+
+static int64_t conv_workspace(const IrNode *n)
+{
+    if (n->op != OP_CONV2D || n->out[0].type.dtype != TCRT_F32 || n->n_inputs > 8)
+        return 0;
+    tcrt_tensor in[8], out;
+    for (int k = 0; k < n->n_inputs; k++)
+        to_tensor(ir_value_type(n->inputs[k]), &in[k]);
+    to_tensor(&n->out[0].type, &out);
+    tcrt_params p;
+    memcpy(p.i, n->p.i, sizeof p.i);
+    memcpy(p.f, n->p.f, sizeof p.f);
+    return (int64_t)tcrt_fast_conv2d_workspace(in, n->n_inputs, &out, &p);
+}
+
+PassResult pass_memplan(IrGraph *g, PassCtx *cx)
+{
+    Status *st = cx->st;
+    if (!copy_fetched_consts(g, st))
+        return PASS_FAILED;
+
+    int n_ids = g->next_id;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i] && g->nodes[i]->id >= n_ids)
+            n_ids = g->nodes[i]->id + 1;
+    int *pos = arena_alloc(&cx->scratch, sizeof(int) * ((size_t)n_ids + 1));
+    int *base = arena_alloc(&cx->scratch, sizeof(int) * ((size_t)n_ids + 1));
+    bool *is_used = arena_alloc(&cx->scratch, (size_t)n_ids + 1);
+    if (!pos || !base || !is_used)
+        goto nomem;
+
+    /* Schedule positions and buffer count. */
+    int n_sched = 0, n_bufs = 0;
+    IR_FOR_EACH(g, n) {
+        if (n->id < 0 || n->id >= n_ids) {
+            st_errorf(st, ST_ERROR, "memory planning: node id %d out of range", n->id);
+            return PASS_FAILED;
+        }
+        pos[n->id] = n_sched++;
+        base[n->id] = n_bufs;
+        for (int k = 0; k < n->n_outputs; k++)
+            n->out[k].offset = -1;
+        n->workspace_bytes = 0;
+        n->workspace_offset = -1;
+        if (n->op != OP_CONST)
+            n_bufs += n->n_outputs + (n->op == OP_CONV2D);
+    }
+    Buf *bufs = arena_alloc(&cx->scratch, sizeof(Buf) * ((size_t)n_bufs + 1));
+    Buf **order = arena_alloc(&cx->scratch, sizeof(Buf *) * ((size_t)n_bufs + 1));
+    Buf **overlap = arena_alloc(&cx->scratch, sizeof(Buf *) * ((size_t)n_bufs + 1));
+    if (!bufs || !order || !overlap)
+        goto nomem;
+
+    /* Lifetimes: from the producer to the last consumer. */
+    IR_FOR_EACH(g, n) {
+        if (n->op == OP_CONST)
+            continue;
+        int b = base[n->id];
+        for (int k = 0; k < n->n_outputs; k++) {
+            Buf *x = &bufs[b + k];
+            x->size = (int64_t)ir_type_bytes(&n->out[k].type);
+            x->start = x->end = pos[n->id];
+            x->node = n;
+            x->out = k;
+            x->seq = b + k;
+            if (n->op == OP_ARG) {
+                x->start = 0;
+                x->end = n_sched;
+            }
+        }
+        if (n->op == OP_CONV2D) {
+            Buf *x = &bufs[b + n->n_outputs];
+            x->size = conv_workspace(n);
+            x->start = x->end = pos[n->id];
+            x->node = n;
+            x->out = -1;
+            x->seq = b + n->n_outputs;
+            n->workspace_bytes = x->size;
+        }
+    }
+    IR_FOR_EACH(g, n) {
+        for (int k = 0; k < n->n_inputs; k++) {
+            IrNode *p = n->inputs[k].node;
+            if (!p || p->dead || p->id < 0 || p->id >= n_ids) {
+                st_errorf(st, ST_ERROR, "memory planning: node %%%d has a dangling input", n->id);
+                return PASS_FAILED;
+            }
+            is_used[p->id] = true;
+            if (p->op == OP_CONST)
+                continue;
+            Buf *x = &bufs[base[p->id] + n->inputs[k].index];
+            if (pos[n->id] > x->end)
+                x->end = pos[n->id];
+        }
+    }
+    for (int i = 0; i < g->n_fetches; i++) {
+        IrValue v = g->fetches[i].value;
+        if (!v.node || v.node->dead || v.node->op == OP_CONST)
+            continue;
+        Buf *x = &bufs[base[v.node->id] + v.index];
+        x->start = 0;
+        x->end = n_sched;
+    }
+
+    /* Placement: largest first, best-fit gap among time-overlapping buffers. */
+    int n_order = 0;
+    int64_t total = 0;
+    for (int i = 0; i < n_bufs; i++) {
+        if (!bufs[i].node)
+            continue;
+        total += bufs[i].size;
+        bufs[i].offset = 0;
+        if (bufs[i].size > 0)
+            order[n_order++] = &bufs[i];
+    }
+    qsort(order, (size_t)n_order, sizeof *order, cmp_place_order);
+    int64_t arena_end = 0;
+    for (int i = 0; i < n_order; i++) {
+        Buf *b = order[i];
+        int n_ov = 0;
+        for (int j = 0; j < i; j++)
+            if (order[j]->start <= b->end && b->start <= order[j]->end)
+                overlap[n_ov++] = order[j];
+        qsort(overlap, (size_t)n_ov, sizeof *overlap, cmp_offset);
+        int64_t cursor = 0, best = -1, best_gap = 0;
+        for (int j = 0; j < n_ov; j++) {
+            int64_t gap = overlap[j]->offset - cursor;
+            if (gap >= b->size && (best < 0 || gap < best_gap)) {
+                best = cursor;
+                best_gap = gap;
+            }
+            int64_t next = align_up(overlap[j]->offset + overlap[j]->size);
+            if (next > cursor)
+                cursor = next;
+        }
+        b->offset = best >= 0 ? best : cursor;
+        if (b->offset + b->size > arena_end)
+            arena_end = b->offset + b->size;
+    }
+    for (int i = 0; i < n_bufs; i++) {
+        Buf *b = &bufs[i];
+        if (!b->node)
+            continue;
+        if (b->out >= 0)
+            b->node->out[b->out].offset = b->offset;
+        else
+            b->node->workspace_offset = b->offset;
+    }
+
+    /* Weights: every used CONST at a 64-byte aligned offset, in node order. */
+    int64_t wcur = 0;
+    IR_FOR_EACH(g, n) {
+        if (n->op != OP_CONST || !is_used[n->id])
+            continue;
+        int64_t bytes = (int64_t)ir_type_bytes(&n->out[0].type);
+        if (bytes > 0 && (!n->data || (int64_t)n->data_bytes < bytes)) {
+            st_errorf(st, ST_ERROR, "node '%s' (%s): constant has %zu bytes of data, needs %lld",
+                      n->origin ? n->origin : "?", n->origin_op ? n->origin_op : "Const",
+                      n->data_bytes, (long long)bytes);
+            return PASS_FAILED;
+        }
+        wcur = align_up(wcur);
+        n->out[0].offset = wcur;
+        wcur += bytes;
+    }
+    g->weights_bytes = align_up(wcur);
+    g->arena_bytes = align_up(arena_end);
+    g->unplanned_bytes = total;
+    return PASS_CHANGED;
+
+nomem:
+    st_errorf(st, ST_NOMEM, "memory planning: out of memory");
+    return PASS_FAILED;
+}

@@ -1,0 +1,54 @@
+/* passes/passes.h - graph passes and the pass manager (public header of passes/).
+ *
+ * Every pass is `PassResult pass_x(IrGraph *, PassCtx *)`, never prints and
+ * never reads globals or the environment.  The pipeline is the visible table
+ * in pipeline.c; the manager runs ir_verify after each change (always in
+ * debug builds, with verify_each in release) and writes dumps.
+ */
+#ifndef PASSES_PASSES_H
+#define PASSES_PASSES_H
+
+#include "ir/ir.h"
+
+typedef enum PassResult { PASS_SAME, PASS_CHANGED, PASS_FAILED } PassResult;
+
+typedef struct PassCtx {
+    Arena scratch;                /* reset after each pass */
+    Status *st;
+} PassCtx;
+
+enum { REQ_NONE = 0, REQ_TOPO = 1, REQ_SHAPES = 2 };
+enum { INV_NONE = 0, INV_PLAN = 1 };
+
+typedef struct PassInfo {
+    const char *name;
+    PassResult (*fn)(IrGraph *g, PassCtx *cx);
+    unsigned requires;
+    unsigned invalidates;
+} PassInfo;
+
+/* fold.c: replaces nodes whose inputs are all constant by constants. */
+PassResult pass_fold(IrGraph *g, PassCtx *cx);
+/* cse.c: merges nodes with equal (op, params, inputs, types). */
+PassResult pass_cse(IrGraph *g, PassCtx *cx);
+/* dce.c: removes nodes no fetch depends on. */
+PassResult pass_dce(IrGraph *g, PassCtx *cx);
+/* memplan.c: one arena; args and results pinned, intermediates reuse dead
+ * buffers (greedy best fit in schedule order); CONST data gets offsets in the
+ * weights blob; CONV2D workspaces sized by tcrt_fast_conv2d_workspace. */
+PassResult pass_memplan(IrGraph *g, PassCtx *cx);
+
+const PassInfo *pass_pipeline(int *n);
+const PassInfo *pass_find(const char *name);
+
+typedef struct PipelineOptions {
+    const char *dump_after;       /* pass name, "all" or NULL */
+    const char *dump_dir;         /* writes NN-<pass>.ir and .dot there */
+    bool verify_each;
+    const char *const *disabled;  /* pass names to skip */
+    int n_disabled;
+} PipelineOptions;
+
+bool pass_run_pipeline(IrGraph *g, const PipelineOptions *o, Status *st);
+
+#endif

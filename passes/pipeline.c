@@ -1,0 +1,142 @@
+/* passes/pipeline.c - the visible pass table and the pass manager.
+ *
+ * The pipeline is the table below, run top to bottom.  For each pass the
+ * manager: skips it when named in PipelineOptions.disabled; gives it a fresh
+ * scratch arena (reset when it returns, so nothing in it may stay reachable
+ * from the graph); after PASS_CHANGED runs the read-only verifier (always in
+ * debug builds, with verify_each in release) and reports failures as
+ * "after pass 'cse': <verifier message>"; and with dump_after equal to the
+ * pass name or "all" writes dump_dir/NN-<pass>.ir (ir_print with data
+ * summarized) and NN-<pass>.dot, where NN is the pass's 1-based position in
+ * the table.  Passes themselves never print, read flags or the environment.
+ * Invariants: the table order is the run order; a failed pass stops the run.
+ */
+#include "passes/passes.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+static const PassInfo pipeline[] = {
+    /* name      function      requires                invalidates */
+    {"fold", pass_fold, REQ_TOPO | REQ_SHAPES, INV_PLAN},
+    {"cse", pass_cse, REQ_TOPO | REQ_SHAPES, INV_PLAN},
+    {"dce", pass_dce, REQ_TOPO, INV_PLAN},
+    {"memplan", pass_memplan, REQ_TOPO | REQ_SHAPES, INV_NONE},
+};
+
+const PassInfo *pass_pipeline(int *n)
+{
+    if (n)
+        *n = (int)(sizeof pipeline / sizeof pipeline[0]);
+    return pipeline;
+}
+
+const PassInfo *pass_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < sizeof pipeline / sizeof pipeline[0]; i++)
+        if (strcmp(pipeline[i].name, name) == 0)
+            return &pipeline[i];
+    return NULL;
+}
+
+static bool is_disabled(const PipelineOptions *o, const char *name)
+{
+    for (int i = 0; o && i < o->n_disabled; i++)
+        if (o->disabled[i] && strcmp(o->disabled[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* mkdir -p: creates every missing component of path. */
+static bool make_dirs(const char *path, Status *st)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf)
+        return st_errorf(st, ST_IO, "dump directory '%s': bad path", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return st_errorf(st, ST_IO, "cannot create dump directory '%s': %s", buf,
+                                 strerror(errno));
+            buf[i] = c;
+        }
+    }
+    return true;
+}
+
+static bool write_dump(const IrGraph *g, const char *dir, int pos, const char *pass, Status *st)
+{
+    if (!make_dirs(dir, st))
+        return false;
+    const char *ext[2] = {"ir", "dot"};
+    for (int k = 0; k < 2; k++) {
+        char path[4096];
+        int len = snprintf(path, sizeof path, "%s/%02d-%s.%s", dir, pos, pass, ext[k]);
+        if (len < 0 || (size_t)len >= sizeof path)
+            return st_errorf(st, ST_IO, "dump path too long in '%s'", dir);
+        FILE *f = fopen(path, "w");
+        if (!f)
+            return st_errorf(st, ST_IO, "cannot write '%s': %s", path, strerror(errno));
+        if (k == 0)
+            ir_print(g, f, false);
+        else
+            ir_print_dot(g, f);
+        if (fclose(f) != 0)
+            return st_errorf(st, ST_IO, "cannot write '%s': %s", path, strerror(errno));
+    }
+    return true;
+}
+
+static bool wants_dump(const PipelineOptions *o, const char *name)
+{
+    return o && o->dump_after && o->dump_dir &&
+           (strcmp(o->dump_after, "all") == 0 || strcmp(o->dump_after, name) == 0);
+}
+
+bool pass_run_pipeline(IrGraph *g, const PipelineOptions *o, Status *st)
+{
+    if (!st_ok(st))
+        return false;
+    int n;
+    const PassInfo *table = pass_pipeline(&n);
+    bool verify = true;
+#ifdef NDEBUG
+    verify = o && o->verify_each;
+#endif
+    for (int i = 0; i < n; i++) {
+        const PassInfo *pi = &table[i];
+        if (is_disabled(o, pi->name))
+            continue;
+        PassCtx cx;
+        arena_init(&cx.scratch, g->arena.a);
+        cx.st = st;
+        PassResult r = pi->fn(g, &cx);
+        arena_reset(&cx.scratch);
+        if (r == PASS_FAILED || !st_ok(st)) {
+            if (st_ok(st))
+                st_errorf(st, ST_ERROR, "pass '%s' failed", pi->name);
+            return false;
+        }
+        if (r == PASS_CHANGED && verify) {
+            Status vst = ST_INIT;
+            if (!ir_verify(g, &vst)) {
+                size_t len = strlen(vst.msg);
+                while (len > 0 && vst.msg[len - 1] == '\n')
+                    vst.msg[--len] = '\0';
+                return st_errorf(st, vst.code ? vst.code : ST_ERROR, "after pass '%s': %s",
+                                 pi->name, vst.msg);
+            }
+        }
+        if (wants_dump(o, pi->name) && !write_dump(g, o->dump_dir, i + 1, pi->name, st))
+            return false;
+    }
+    return true;
+}

@@ -1,0 +1,110 @@
+/* tcrt.h - the tfcc runtime: what every compiled artifact links.
+ *
+ * Dtypes (numbered as TensorFlow's DataType enum, so the frontends can pass
+ * them through unchanged), tensors as (data, dtype, shape), status codes,
+ * the model descriptor a generated artifact exports, .npy I/O and the
+ * standalone main().  Nothing here depends on the compiler.
+ */
+#ifndef TCRT_H
+#define TCRT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TCRT_MAX_RANK 8
+
+typedef enum tcrt_dtype {
+    TCRT_INVALID = 0,
+    TCRT_F32 = 1,   /* DT_FLOAT */
+    TCRT_F64 = 2,   /* DT_DOUBLE */
+    TCRT_I32 = 3,   /* DT_INT32 */
+    TCRT_U8 = 4,    /* DT_UINT8 */
+    TCRT_I16 = 5,   /* DT_INT16 */
+    TCRT_I8 = 6,    /* DT_INT8 */
+    TCRT_STRING = 7,/* DT_STRING: never reaches generated code */
+    TCRT_I64 = 9,   /* DT_INT64 */
+    TCRT_BOOL = 10, /* DT_BOOL, stored as one byte 0/1 */
+    TCRT_U16 = 17,  /* DT_UINT16 */
+    TCRT_F16 = 19,  /* DT_HALF: only as stored weights, widened on import */
+    TCRT_U32 = 22,  /* DT_UINT32 */
+    TCRT_U64 = 23,  /* DT_UINT64 */
+} tcrt_dtype;
+
+typedef enum tcrt_status {
+    TCRT_OK = 0,
+    TCRT_ERR_ARG = 1,     /* bad argument (name, index, flag) */
+    TCRT_ERR_DTYPE = 2,   /* a feed has the wrong dtype */
+    TCRT_ERR_SHAPE = 3,   /* a feed has the wrong shape */
+    TCRT_ERR_IO = 4,      /* file could not be read or written */
+    TCRT_ERR_FORMAT = 5,  /* malformed .npy header or data */
+    TCRT_ERR_NOMEM = 6,   /* allocation failed (outside run) */
+    TCRT_ERR_RUNTIME = 7, /* a kernel met a value it cannot handle */
+} tcrt_status;
+
+typedef struct tcrt_tensor {
+    void *data;                    /* not owned */
+    tcrt_dtype dtype;
+    int rank;
+    int64_t dims[TCRT_MAX_RANK];
+} tcrt_tensor;
+
+/* One feed or fetch of a compiled model. */
+typedef struct tcrt_io {
+    const char *name;              /* tensor name as given: "input:0" */
+    tcrt_dtype dtype;
+    int rank;
+    int64_t dims[TCRT_MAX_RANK];
+    size_t bytes;                  /* element count * element size */
+    size_t offset;                 /* byte offset in the arena */
+} tcrt_io;
+
+/* What a generated artifact exports (NAME_model). */
+typedef struct tcrt_model {
+    const char *name;
+    int n_args;
+    const tcrt_io *args;
+    int n_results;
+    const tcrt_io *results;
+    size_t arena_bytes;            /* planned scratch, args and results included */
+    size_t weights_bytes;          /* read-only constants linked in */
+    tcrt_status (*run)(uint8_t *arena); /* arena: arena_bytes, 64-byte aligned */
+} tcrt_model;
+
+/* ---- dtypes ---- */
+size_t tcrt_dtype_size(tcrt_dtype dt);          /* 0 for unknown / string */
+const char *tcrt_dtype_name(tcrt_dtype dt);     /* "float32", "int32", ... */
+int64_t tcrt_tensor_count(const tcrt_tensor *t);
+
+/* ---- status ---- */
+const char *tcrt_status_str(tcrt_status s);
+
+/* ---- threads ---- */
+void tcrt_set_threads(int n);                   /* kernels that can use threads */
+int tcrt_get_threads(void);
+
+/* ---- .npy I/O (npy.c) ----
+ * tcrt_npy_read: reads a NumPy v1/v2/v3 file (little-endian, C order) into a
+ * malloc'ed buffer (*data, free with free()). On error returns non-OK and
+ * writes a one-line reason naming the file into err (errlen bytes). */
+tcrt_status tcrt_npy_read(const char *path, tcrt_tensor *out, char *err, size_t errlen);
+/* Writes atomically (path.tmp + rename). */
+tcrt_status tcrt_npy_write(const char *path, const tcrt_tensor *t, char *err, size_t errlen);
+
+/* ---- standalone executable (main.c) ----
+ * Flags: --feed NAME=FILE.npy (repeatable), --out-dir DIR, --repeat N,
+ * --threads N, --help.  Returns the process exit code. */
+int tcrt_main(const tcrt_model *m, int argc, char **argv);
+
+/* Output file name for a tensor name: every char outside [A-Za-z0-9._-]
+ * becomes '_', then ".npy".  Writes at most n bytes (NUL included). */
+void tcrt_output_filename(const char *tensor, char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,118 @@
+/* tcrt_kernels.h - reference kernels, one per non-elementwise primitive.
+ *
+ * Every kernel has the same signature (tcrt_kernel_fn): input tensors,
+ * output tensors (data preallocated by the caller, shapes filled in), and a
+ * parameter block whose layout per primitive is fixed below.  They accept any
+ * shape up to TCRT_MAX_RANK and the dtypes listed per kernel, never allocate
+ * unless stated, and return TCRT_ERR_RUNTIME for values they cannot handle
+ * (an out-of-range gather index, say) instead of reading out of bounds.
+ * Constant folding in the compiler calls these same functions, and they are
+ * the test oracle for the fast kernels (tcrt_fast_*).
+ *
+ * Elementwise primitives have no kernel here: their C expression lives in
+ * ir/ops.def and is emitted inline (helpers in tcrt_elem.h).
+ */
+#ifndef TCRT_KERNELS_H
+#define TCRT_KERNELS_H
+
+#include "tcrt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TCRT_MAX_IPARAM 32
+#define TCRT_MAX_FPARAM 4
+
+typedef struct tcrt_params {
+    int64_t i[TCRT_MAX_IPARAM];
+    double f[TCRT_MAX_FPARAM];
+} tcrt_params;
+
+typedef tcrt_status (*tcrt_kernel_fn)(const tcrt_tensor *in, int n_in, tcrt_tensor *out,
+                                      int n_out, const tcrt_params *p);
+
+/* Fused activation codes (contractions). */
+enum { TCRT_ACT_NONE = 0, TCRT_ACT_RELU = 1, TCRT_ACT_RELU6 = 2, TCRT_ACT_LEAKY = 3 };
+
+/* Parameter layouts (index into p->i / p->f). */
+enum {
+    /* matmul: in a[...,M,K] (a[...,K,M] if transposed), b[...,K,N], optional bias[N];
+     * batch dims broadcast; f32, f64, i32, i64. */
+    TCRT_MM_TA = 0, TCRT_MM_TB = 1, TCRT_MM_ACT = 2,               /* f[0]: leaky alpha */
+    /* conv2d: x NHWC, w HWIO (depthwise: H,W,C,M), optional bias[Cout]; f32 only.
+     * conv2d_transpose: dy NHWC, w [kh,kw,Cout_of_result,Cdy]; params are the forward conv's. */
+    TCRT_CONV_SH = 0, TCRT_CONV_SW = 1, TCRT_CONV_DH = 2, TCRT_CONV_DW = 3,
+    TCRT_CONV_PT = 4, TCRT_CONV_PL = 5, TCRT_CONV_PB = 6, TCRT_CONV_PR = 7,
+    TCRT_CONV_DEPTHWISE = 8, TCRT_CONV_ACT = 9,                    /* f[0]: leaky alpha */
+    /* maxpool / avgpool: x NHWC; avg excludes padding from the count (TF SAME). */
+    TCRT_POOL_KH = 0, TCRT_POOL_KW = 1, TCRT_POOL_SH = 2, TCRT_POOL_SW = 3,
+    TCRT_POOL_PT = 4, TCRT_POOL_PL = 5, TCRT_POOL_PB = 6, TCRT_POOL_PR = 7,
+    /* reduce_{sum,max,min,prod}: i[0] = bitmask of reduced axes (of the input),
+     * output holds the reduced shape (keepdims or not: same data order). */
+    TCRT_RED_MASK = 0,
+    /* argmax / argmin: i[0] = axis; output int32 or int64; first index wins ties. */
+    TCRT_ARG_AXIS = 0,
+    /* transpose: i[0..rank) = perm (out dim d = in dim perm[d]). */
+    TCRT_TR_PERM = 0,
+    /* slice (strided): i[0..8) begin per input dim, i[8..16) stride per dim (non-zero,
+     * may be negative); the output shape gives the count per dim. Rank of out == in. */
+    TCRT_SL_BEGIN = 0, TCRT_SL_STRIDE = 8,
+    /* pad: i[2d], i[2d+1] = before/after for dim d (>= 0); i[16] = mode
+     * (0 constant, 1 reflect, 2 symmetric); f[0] = constant value. */
+    TCRT_PAD_MODE = 16,
+    /* concat: i[0] = axis; n_in inputs. */
+    TCRT_CAT_AXIS = 0,
+    /* gather: in params, indices (i32/i64); i[0] = axis, i[1] = batch_dims.
+     * gather_nd: params, indices (last dim indexes the leading params dims). */
+    TCRT_GA_AXIS = 0, TCRT_GA_BATCH = 1,
+    /* resize: x NHWC, out shape given; i[0] mode (0 bilinear, 1 nearest),
+     * i[1] align_corners, i[2] half_pixel_centers. */
+    TCRT_RS_MODE = 0, TCRT_RS_ALIGN = 1, TCRT_RS_HALF = 2,
+    /* topk: x[..., n] -> values[..., k], indices[..., k] (int32); i[0] = k, i[1] = sorted. */
+    TCRT_TOPK_K = 0, TCRT_TOPK_SORTED = 1,
+    /* range: no inputs; out 1-D; f[0] = start, f[1] = delta. */
+    TCRT_RANGE_START = 0, TCRT_RANGE_DELTA = 1,
+    /* random_uniform: out f32/f64 in [0,1); i[0] = seed, i[1] = seed2. */
+    TCRT_RND_SEED = 0, TCRT_RND_SEED2 = 1,
+};
+
+/* copy: one input, one output with the same byte size (reshape, identity). Any dtype. */
+tcrt_status tcrt_ref_copy(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_maxpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_avgpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_reduce_sum(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_reduce_max(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_reduce_min(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_reduce_prod(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_argmax(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_argmin(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_slice(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_pad(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_concat(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_gather(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_gather_nd(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_tile(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_broadcast(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_resize(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_topk(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_range(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_random_uniform(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+
+/* Fast kernels (Eigen through a C++ shim, or hand-written): same contracts as
+ * their reference twins, f32 only; they fall back to the reference kernel for
+ * cases they do not cover. */
+tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+/* fast conv2d takes a workspace as out[1] (U8, rank 1) of at least
+ * tcrt_fast_conv2d_workspace(...) bytes; the memory planner reserves it. */
+tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+size_t tcrt_fast_conv2d_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,175 @@
+/* ref_conv.c - reference 2-D convolution and its transpose (NHWC).
+ *
+ * conv2d: in[0] x [N,H,W,C], in[1] w [KH,KW,CI,O] (HWIO), optional in[2]
+ * bias [O]; out [N,OH,OW,O] (shape given).  Input row of output row oh and
+ * tap kh: ih = oh*SH - PT + kh*DH; taps outside [0,H) read zero (padding).
+ * Grouped convolution when C = G*CI (output channel o uses input channels
+ * of group o / (O/G)).  Depthwise (TCRT_CONV_DEPTHWISE): w [KH,KW,C,M],
+ * output channel c*M+m = sum x[..,c] * w[..,c,m].  y = act(conv + bias).
+ *
+ * conv2d_transpose (TF Conv2DBackpropInput): in[0] dy [N,OH,OW,Cdy], in[1]
+ * w [KH,KW,Cr,Cdy], out [N,H,W,Cr] given; params are the forward conv's.
+ * It is the adjoint of conv2d: out[n,ih,iw,c] = sum over taps (kh,kw) and
+ * o of dy[n,oh,ow,o]*w[kh,kw,c,o] where ih = oh*SH - PT + kh*DH.  Computed as
+ * a gather: for each output pixel and tap, oh = (ih + PT - kh*DH) / SH when
+ * that division is exact and in range.  Depthwise variant: w [KH,KW,C,M],
+ * dy channels C*M.
+ * Accumulation is in double; f32 and f64 are supported.
+ * Invariants: every index is bounds-checked against the given shapes; the
+ * padding bottom/right values are implied by the output shape.
+ */
+#include "kern_int.h"
+
+typedef struct ConvP {
+    int64_t sh, sw, dh, dw, pt, pl;
+    bool depthwise;
+    int64_t act;
+    double alpha;
+} ConvP;
+
+static bool conv_params(const tcrt_params *p, ConvP *c)
+{
+    c->sh = p->i[TCRT_CONV_SH];
+    c->sw = p->i[TCRT_CONV_SW];
+    c->dh = p->i[TCRT_CONV_DH];
+    c->dw = p->i[TCRT_CONV_DW];
+    c->pt = p->i[TCRT_CONV_PT];
+    c->pl = p->i[TCRT_CONV_PL];
+    c->depthwise = p->i[TCRT_CONV_DEPTHWISE] != 0;
+    c->act = p->i[TCRT_CONV_ACT];
+    c->alpha = p->f[0];
+    return c->sh >= 1 && c->sw >= 1 && c->dh >= 1 && c->dw >= 1 && c->pt >= 0 && c->pl >= 0 &&
+           p->i[TCRT_CONV_PB] >= 0 && p->i[TCRT_CONV_PR] >= 0 && k_act_ok(c->act);
+}
+
+#define CONV_LOOP(T)                                                                               \
+    do {                                                                                           \
+        const T *X = (const T *)x->data, *Wt = (const T *)w->data;                                \
+        const T *B = bias ? (const T *)bias->data : NULL;                                          \
+        T *Y = (T *)out->data;                                                                     \
+        for (int64_t n = 0; n < N; n++)                                                            \
+            for (int64_t oh = 0; oh < OH; oh++)                                                    \
+                for (int64_t ow = 0; ow < OW; ow++)                                                \
+                    for (int64_t o = 0; o < O; o++) {                                              \
+                        double acc = 0;                                                            \
+                        for (int64_t kh = 0; kh < KH; kh++) {                                      \
+                            int64_t ih = oh * c.sh - c.pt + kh * c.dh;                             \
+                            if (ih < 0 || ih >= H)                                                 \
+                                continue;                                                          \
+                            for (int64_t kw = 0; kw < KW; kw++) {                                  \
+                                int64_t iw = ow * c.sw - c.pl + kw * c.dw;                         \
+                                if (iw < 0 || iw >= W)                                             \
+                                    continue;                                                      \
+                                const T *xp = X + ((n * H + ih) * W + iw) * C;                     \
+                                const T *wp = Wt + (kh * KW + kw) * WI * WO;                       \
+                                if (c.depthwise) {                                                 \
+                                    int64_t ch = o / M, m = o % M;                                 \
+                                    acc += (double)xp[ch] * (double)wp[ch * M + m];                \
+                                } else {                                                           \
+                                    int64_t g = o / (O / G);                                       \
+                                    for (int64_t ci = 0; ci < WI; ci++)                            \
+                                        acc += (double)xp[g * WI + ci] * (double)wp[ci * WO + o];  \
+                                }                                                                  \
+                            }                                                                      \
+                        }                                                                          \
+                        if (B)                                                                     \
+                            acc += B[o];                                                           \
+                        Y[((n * OH + oh) * OW + ow) * O + o] = (T)k_act(acc, c.act, c.alpha);      \
+                    }                                                                              \
+    } while (0)
+
+tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+{
+    KCHECK(in && out && p && n_out >= 1 && (n_in == 2 || n_in == 3));
+    const tcrt_tensor *x = &in[0], *w = &in[1], *bias = n_in == 3 ? &in[2] : NULL;
+    ConvP c;
+    KCHECK(conv_params(p, &c));
+    KCHECK(k_valid(x) && k_valid(w) && k_valid(out) && x->rank == 4 && w->rank == 4 && out->rank == 4);
+    KCHECK(x->dtype == out->dtype && w->dtype == out->dtype && k_is_float(out->dtype));
+    int64_t N = x->dims[0], H = x->dims[1], W = x->dims[2], C = x->dims[3];
+    int64_t KH = w->dims[0], KW = w->dims[1], WI = w->dims[2], WO = w->dims[3];
+    int64_t OH = out->dims[1], OW = out->dims[2], O = out->dims[3];
+    int64_t M = 1, G = 1;
+    KCHECK(out->dims[0] == N);
+    if (c.depthwise) {
+        KCHECK(WI == C && O == C * WO);
+        M = WO;
+    } else {
+        KCHECK(WI > 0 && C % WI == 0 && WO == O);
+        G = C / WI;
+        KCHECK(G >= 1 && O % G == 0);
+    }
+    if (bias)
+        KCHECK(k_valid(bias) && bias->dtype == out->dtype && k_count(bias) == O);
+    if (k_count(out) == 0)
+        return TCRT_OK;
+    if (out->dtype == TCRT_F32)
+        CONV_LOOP(float);
+    else
+        CONV_LOOP(double);
+    return TCRT_OK;
+}
+
+#define CONVT_LOOP(T)                                                                              \
+    do {                                                                                           \
+        const T *DY = (const T *)dy->data, *Wt = (const T *)w->data;                              \
+        T *Y = (T *)out->data;                                                                     \
+        for (int64_t n = 0; n < N; n++)                                                            \
+            for (int64_t ih = 0; ih < H; ih++)                                                     \
+                for (int64_t iw = 0; iw < W; iw++)                                                 \
+                    for (int64_t ch = 0; ch < C; ch++) {                                           \
+                        double acc = 0;                                                            \
+                        for (int64_t kh = 0; kh < KH; kh++) {                                      \
+                            int64_t th = ih + c.pt - kh * c.dh;                                    \
+                            if (th < 0 || th % c.sh)                                               \
+                                continue;                                                          \
+                            int64_t oh = th / c.sh;                                                \
+                            if (oh >= OH)                                                          \
+                                continue;                                                          \
+                            for (int64_t kw = 0; kw < KW; kw++) {                                  \
+                                int64_t tw = iw + c.pl - kw * c.dw;                                \
+                                if (tw < 0 || tw % c.sw)                                           \
+                                    continue;                                                      \
+                                int64_t ow = tw / c.sw;                                            \
+                                if (ow >= OW)                                                      \
+                                    continue;                                                      \
+                                const T *dp = DY + ((n * OH + oh) * OW + ow) * CO;                 \
+                                const T *wp = Wt + (kh * KW + kw) * WI * WO;                       \
+                                if (c.depthwise) {                                                 \
+                                    for (int64_t m = 0; m < WO; m++)                               \
+                                        acc += (double)dp[ch * WO + m] * (double)wp[ch * WO + m];  \
+                                } else {                                                           \
+                                    for (int64_t o = 0; o < CO; o++)                               \
+                                        acc += (double)dp[o] * (double)wp[ch * WO + o];            \
+                                }                                                                  \
+                            }                                                                      \
+                        }                                                                          \
+                        Y[((n * H + ih) * W + iw) * C + ch] = (T)k_act(acc, c.act, c.alpha);      \
+                    }                                                                              \
+    } while (0)
+
+tcrt_status tcrt_ref_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                      const tcrt_params *p)
+{
+    KCHECK(in && out && p && n_out >= 1 && n_in == 2);
+    const tcrt_tensor *dy = &in[0], *w = &in[1];
+    ConvP c;
+    KCHECK(conv_params(p, &c));
+    KCHECK(k_valid(dy) && k_valid(w) && k_valid(out) && dy->rank == 4 && w->rank == 4 && out->rank == 4);
+    KCHECK(dy->dtype == out->dtype && w->dtype == out->dtype && k_is_float(out->dtype));
+    int64_t N = out->dims[0], H = out->dims[1], W = out->dims[2], C = out->dims[3];
+    int64_t OH = dy->dims[1], OW = dy->dims[2], CO = dy->dims[3];
+    int64_t KH = w->dims[0], KW = w->dims[1], WI = w->dims[2], WO = w->dims[3];
+    KCHECK(dy->dims[0] == N && WI == C);
+    if (c.depthwise)
+        KCHECK(CO == C * WO);
+    else
+        KCHECK(CO == WO);
+    if (k_count(out) == 0)
+        return TCRT_OK;
+    if (out->dtype == TCRT_F32)
+        CONVT_LOOP(float);
+    else
+        CONVT_LOOP(double);
+    return TCRT_OK;
+}
