@@ -14,6 +14,7 @@
 #define CODEGEN_CODEGEN_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "ir/ir.h"
@@ -21,7 +22,8 @@
 /* Indent-aware printer (chibicc's println). */
 typedef struct CgOut {
     FILE *f;
-    int indent;
+    int indent;                   /* levels of 4 spaces at each line start */
+    bool mid_line;                /* false at the start of a line (zero-init is right) */
 } CgOut;
 void cg_printf(CgOut *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -325,6 +325,8 @@ static void model_name(const Options *o, char *buf, size_t n)
     if (!src || !*src)
         src = "model";
     cg_c_ident(src, buf, n);
+    if (strlen(buf) > 40) /* keep generated identifiers short */
+        buf[40] = 0;
     if (!buf[0] || isdigit((unsigned char)buf[0])) {
         char tmp[128];
         snprintf(tmp, sizeof tmp, "m_%s", buf);

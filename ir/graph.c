@@ -411,11 +411,13 @@ IrNode *ir_emit(IrGraph *g, Op op, const IrValue *inputs, int n_inputs, const Ir
         Status fst = ST_INIT;
         if (ir_fold_node(g, n, &v, &fst))
             return v.node;
-        if (!st_ok(&fst)) {
+        if (fst.code == ST_NOMEM) {
             st_errorf(st, fst.code, "%s", fst.msg);
             return NULL;
         }
-        /* not foldable: keep the node */
+        /* not foldable, or the kernel rejects the values (an out-of-range
+         * gather index, say): keep the node; the same kernel reports it at
+         * run time, and only if that branch really runs */
     }
     if (!append_node(g, n, st))
         return NULL;
@@ -471,7 +473,7 @@ IrValue ir_const(IrGraph *g, tcrt_dtype dt, const IrShape *s, const void *data, 
     int64_t count;
     size_t es = tcrt_dtype_size(dt);
     char buf[128];
-    if (es == 0 || dt == TCRT_STRING) {
+    if (!ir_dtype_is_numeric(dt)) {
         if (g->cur_origin)
             st_errorf(st, ST_ERROR, "node '%s' (%s): unsupported constant dtype %s", g->cur_origin,
                       g->cur_origin_op ? g->cur_origin_op : "const", tcrt_dtype_name(dt));
@@ -708,10 +710,10 @@ static bool toposort(IrGraph *g)
     char *mem = ir_tmp_alloc(&g->arena, need);
     if (!mem)
         return false;
-    int *state = (int *)mem;                         /* by id: -1 absent, 0 new, 1 open, 2 done */
-    IrNode **stack = (IrNode **)(mem + sizeof(int) * (size_t)ids);
+    IrNode **stack = (IrNode **)mem;                 /* pointers first: aligned */
     IrNode **order = stack + n;
     int *edge = (int *)(order + n);
+    int *state = edge + n;                           /* by id: -1 absent, 0 new, 1 open, 2 done */
     bool ok = true;
     for (int i = 0; i < ids; i++)
         state[i] = -1;

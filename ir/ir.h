@@ -212,7 +212,11 @@ void ir_graph_set_origin(IrGraph *g, const char *tf_name, const char *tf_op);
 
 /* Builds a node: checks arity and dtypes, runs the op's shape rule (and, with
  * g->fold_on_build, folds when every input is constant, returning the CONST
- * node instead).  `given` supplies output types for ops whose shape or dtype
+ * node instead; single-output ops only; a node whose kernel rejects the
+ * values stays unfolded).  Not for OP_CONST (use ir_const).
+ * An undefined input ({NULL,0} from an earlier failed emit) returns NULL and
+ * records nothing new if st already holds an error.  Shape rules normalize
+ * negative axes in the node's params (argmax, concat, gather).  `given` supplies output types for ops whose shape or dtype
  * cannot be derived (shape_given rules, F_DTYPE_GIVEN, COPY, SLICE, TILE,
  * BROADCAST, RESIZE, CONV2D_TRANSPOSE); it may be NULL otherwise.
  * Errors name the origin node: "node 'x' (Add): shapes [2] and [3] do not broadcast".
@@ -253,8 +257,9 @@ size_t ir_type_bytes(const IrType *t);
 const char *ir_shape_str(const IrShape *s, char *buf, size_t n);
 IrShape ir_shape_make(int rank, const int64_t *dims);
 
-/* Uses: rebuilds use counts; ir_replace_uses redirects every use of `from` to `to`
- * (nodes and fetches). */
+/* Uses: ir_replace_uses redirects every use of `from` to `to` (node inputs,
+ * fetches, and control inputs when `from` has a single output).  It does not
+ * reorder: if `to` was created after a user, call ir_graph_compact. */
 void ir_replace_uses(IrGraph *g, IrValue from, IrValue to);
 /* Number of live nodes using any output of n (fetches count too). */
 int ir_use_count(const IrGraph *g, const IrNode *n);
@@ -288,7 +293,8 @@ bool ir_eval_elementwise(Op op, const tcrt_tensor *in, int n_in, tcrt_tensor *ou
 /* ---- verify.c ---------------------------------------------------------- */
 
 /* Read-only checks: input references live and earlier in order, arity, dtypes
- * and shapes agree with the shape rules, fetches live. */
+ * and shapes agree with the shape rules, fetches live.  Messages read
+ * "node %12 'origin' (op): ...". */
 bool ir_verify(const IrGraph *g, Status *st);
 
 /* ---- print.c / parse.c ------------------------------------------------- */

@@ -1,1 +1,651 @@
-/* placeholder: being written */
+/* ir/shape.c - dtype checks and one shape rule per shape_rule name of ops.def.
+ *
+ * ir_infer_node(n) first derives output dtypes from the inputs and the op's
+ * flags (ir_infer_dtypes), then calls the op's rule, which reads the input
+ * types and n->p and writes n->out[*].type.shape.  Ops whose output shape is
+ * "given" find it already stored in n->out[0] (rank -1 when the builder got
+ * none) and only validate it against the inputs.  Every output element count
+ * is then checked for overflow and IR_MAX_ELEMENTS.
+ * Rules may normalize negative axes in n->p in place (idempotent), so the
+ * kernels always see resolved axes.  Errors name the origin node:
+ * "node 'x_y_sum' (Add): shapes [2] and [3] do not broadcast".
+ * Invariants: rules never allocate and never touch anything but n->out and
+ * axis normalization in n->p; running a rule twice gives the same result.
+ */
+#include "ir/ir.h"
+#include "ir/ir_int.h"
+
+#include <string.h>
+
+#define BIG_PARAM ((int64_t)1 << 20)    /* bound on strides, dilations, window sizes */
+
+static const IrType *in_t(const IrNode *n, int i)
+{
+    return &n->inputs[i].node->out[n->inputs[i].index].type;
+}
+
+static const IrShape *in_s(const IrNode *n, int i)
+{
+    return &in_t(n, i)->shape;
+}
+
+/* Shape strings for messages: each call site gets its own buffer. */
+typedef struct ShapeBuf {
+    char b[160];
+} ShapeBuf;
+#define SH(s) (ir_shape_str((s), (ShapeBuf){{0}}.b, sizeof(ShapeBuf)))
+
+static bool need_given(IrNode *n, Status *st)
+{
+    const IrShape *s = &n->out[0].type.shape;
+    if (s->rank < 0 || s->rank > IR_MAX_RANK)
+        return ir_node_errorf(st, n, "output shape not given (or rank %d out of range)", s->rank);
+    for (int d = 0; d < s->rank; d++)
+        if (s->dims[d] < 0)
+            return ir_node_errorf(st, n, "output shape %s has a negative dimension", SH(s));
+    return true;
+}
+
+static bool too_many(IrNode *n, const IrShape *s, Status *st)
+{
+    return ir_node_errorf(st, n, "output shape %s has too many elements", SH(s));
+}
+
+static bool in_range(int64_t v, int64_t lo, int64_t hi)
+{
+    return v >= lo && v <= hi;
+}
+
+/* ---- dtypes ---- */
+
+bool ir_infer_dtypes(IrNode *n, const IrType *given, Status *st)
+{
+    const OpInfo *info = ir_op_info(n->op);
+    for (int i = 0; i < n->n_inputs; i++) {
+        tcrt_dtype dt = in_t(n, i)->dtype;
+        if (!ir_dtype_is_numeric(dt))
+            return ir_node_errorf(st, n, "input %d has unsupported dtype %s", i, tcrt_dtype_name(dt));
+    }
+    if (info->kind == K_ELEM && n->op != OP_SELECT && n->n_inputs == 2 &&
+        in_t(n, 0)->dtype != in_t(n, 1)->dtype)
+        return ir_node_errorf(st, n, "input dtypes %s and %s differ",
+                              tcrt_dtype_name(in_t(n, 0)->dtype), tcrt_dtype_name(in_t(n, 1)->dtype));
+    if (n->op == OP_SELECT) {
+        if (in_t(n, 0)->dtype != TCRT_BOOL)
+            return ir_node_errorf(st, n, "select condition must be bool, got %s",
+                                  tcrt_dtype_name(in_t(n, 0)->dtype));
+        if (in_t(n, 1)->dtype != in_t(n, 2)->dtype)
+            return ir_node_errorf(st, n, "select branches have dtypes %s and %s",
+                                  tcrt_dtype_name(in_t(n, 1)->dtype), tcrt_dtype_name(in_t(n, 2)->dtype));
+    }
+    if (info->flags & F_FLOAT) {
+        for (int i = 0; i < n->n_inputs; i++) {
+            tcrt_dtype dt = in_t(n, i)->dtype;
+            if (!ir_dtype_is_float(dt))
+                return ir_node_errorf(st, n, "input %d must be float32 or float64, got %s", i,
+                                      tcrt_dtype_name(dt));
+        }
+    }
+    tcrt_dtype out;
+    if ((info->flags & F_DTYPE_GIVEN) || n->n_inputs == 0) {
+        out = given ? given->dtype : TCRT_INVALID;
+        if (!ir_dtype_is_numeric(out))
+            return ir_node_errorf(st, n, "output dtype %s not given or unsupported", tcrt_dtype_name(out));
+    } else if (info->flags & F_BOOLOUT) {
+        out = TCRT_BOOL;
+    } else if (n->op == OP_SELECT) {
+        out = in_t(n, 1)->dtype;
+    } else {
+        out = in_t(n, 0)->dtype;
+    }
+    for (int k = 0; k < n->n_outputs; k++)
+        n->out[k].type.dtype = out;
+    return true;
+}
+
+bool ir_infer_node(IrGraph *g, IrNode *n, Status *st)
+{
+    const OpInfo *info = ir_op_info(n->op);
+    if (!info)
+        return st_errorf(st, ST_ERROR, "invalid op %d", (int)n->op);
+    if (n->n_outputs != info->n_outputs)
+        return ir_node_errorf(st, n, "has %d outputs, op %s has %d", n->n_outputs, info->name,
+                              info->n_outputs);
+    IrType given = n->out[0].type;
+    if (!ir_infer_dtypes(n, &given, st))
+        return false;
+    if (!info->shape_rule(g, n, st))
+        return false;
+    for (int k = 0; k < n->n_outputs; k++) {
+        const IrShape *s = &n->out[k].type.shape;
+        if (s->rank < 0 || s->rank > IR_MAX_RANK)
+            return ir_node_errorf(st, n, "output rank %d out of range [0,%d]", s->rank, IR_MAX_RANK);
+        if (!ir_shape_count_checked(s, NULL))
+            return too_many(n, s, st);
+    }
+    return true;
+}
+
+bool ir_broadcast_shapes(const IrShape *a, const IrShape *b, IrShape *out)
+{
+    if (a->rank < 0 || b->rank < 0 || a->rank > IR_MAX_RANK || b->rank > IR_MAX_RANK)
+        return false;
+    IrShape r;
+    memset(&r, 0, sizeof r);
+    r.rank = a->rank > b->rank ? a->rank : b->rank;
+    for (int d = 0; d < r.rank; d++) {
+        int da = d - (r.rank - a->rank), db = d - (r.rank - b->rank);
+        int64_t x = da >= 0 ? a->dims[da] : 1, y = db >= 0 ? b->dims[db] : 1;
+        if (x == y || y == 1)
+            r.dims[d] = x;
+        else if (x == 1)
+            r.dims[d] = y;
+        else
+            return false;
+    }
+    *out = r;
+    return true;
+}
+
+/* ---- rules ---- */
+
+bool ir_shape_given(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!need_given(n, st))
+        return false;
+    if (n->op == OP_RANGE && n->out[0].type.shape.rank != 1)
+        return ir_node_errorf(st, n, "range output must be 1-D, got %s", SH(&n->out[0].type.shape));
+    return true;
+}
+
+bool ir_shape_same(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    (void)st;
+    n->out[0].type.shape = *in_s(n, 0);
+    return true;
+}
+
+bool ir_shape_broadcast(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    IrShape s = *in_s(n, 0);
+    for (int i = 1; i < n->n_inputs; i++) {
+        IrShape r;
+        if (!ir_broadcast_shapes(&s, in_s(n, i), &r))
+            return ir_node_errorf(st, n, "shapes %s and %s do not broadcast", SH(&s), SH(in_s(n, i)));
+        s = r;
+    }
+    n->out[0].type.shape = s;
+    return true;
+}
+
+bool ir_shape_reduce(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    const IrShape *x = in_s(n, 0);
+    int64_t mask = n->p.i[TCRT_RED_MASK];
+    bool keep = n->p.i[1] != 0;
+    if (mask < 0 || (mask >> x->rank) != 0)
+        return ir_node_errorf(st, n, "reduction axis mask 0x%llx out of range for input %s",
+                              (unsigned long long)mask, SH(x));
+    IrShape o;
+    memset(&o, 0, sizeof o);
+    for (int d = 0; d < x->rank; d++) {
+        if (mask & ((int64_t)1 << d)) {
+            if (keep)
+                o.dims[o.rank++] = 1;
+        } else {
+            o.dims[o.rank++] = x->dims[d];
+        }
+    }
+    n->out[0].type.shape = o;
+    return true;
+}
+
+bool ir_shape_argreduce(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    const IrShape *x = in_s(n, 0);
+    int64_t axis = n->p.i[TCRT_ARG_AXIS];
+    if (axis < 0)
+        axis += x->rank;
+    if (axis < 0 || axis >= x->rank)
+        return ir_node_errorf(st, n, "axis %lld out of range for input %s",
+                              (long long)n->p.i[TCRT_ARG_AXIS], SH(x));
+    n->p.i[TCRT_ARG_AXIS] = axis;
+    tcrt_dtype dt = n->out[0].type.dtype;
+    if (dt != TCRT_I32 && dt != TCRT_I64)
+        return ir_node_errorf(st, n, "output dtype must be int32 or int64, got %s", tcrt_dtype_name(dt));
+    IrShape o;
+    memset(&o, 0, sizeof o);
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis)
+            o.dims[o.rank++] = x->dims[d];
+    n->out[0].type.shape = o;
+    return true;
+}
+
+static bool same_input_dtypes(IrNode *n, Status *st)
+{
+    for (int i = 1; i < n->n_inputs; i++)
+        if (in_t(n, i)->dtype != in_t(n, 0)->dtype)
+            return ir_node_errorf(st, n, "input %d has dtype %s, input 0 has %s", i,
+                                  tcrt_dtype_name(in_t(n, i)->dtype), tcrt_dtype_name(in_t(n, 0)->dtype));
+    return true;
+}
+
+static bool check_act(IrNode *n, int64_t act, Status *st)
+{
+    if (!in_range(act, TCRT_ACT_NONE, TCRT_ACT_LEAKY))
+        return ir_node_errorf(st, n, "unknown fused activation %lld", (long long)act);
+    return true;
+}
+
+bool ir_shape_matmul(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (n->n_inputs != 2 && n->n_inputs != 3)
+        return ir_node_errorf(st, n, "matmul takes 2 or 3 inputs, got %d", n->n_inputs);
+    if (!same_input_dtypes(n, st))
+        return false;
+    tcrt_dtype dt = in_t(n, 0)->dtype;
+    if (dt != TCRT_F32 && dt != TCRT_F64 && dt != TCRT_I32 && dt != TCRT_I64)
+        return ir_node_errorf(st, n, "matmul does not support dtype %s", tcrt_dtype_name(dt));
+    const IrShape *a = in_s(n, 0), *b = in_s(n, 1);
+    if (a->rank < 2 || b->rank < 2)
+        return ir_node_errorf(st, n, "matmul operands must have rank >= 2, got %s and %s", SH(a), SH(b));
+    bool ta = n->p.i[TCRT_MM_TA] != 0, tb = n->p.i[TCRT_MM_TB] != 0;
+    int64_t m = ta ? a->dims[a->rank - 1] : a->dims[a->rank - 2];
+    int64_t k = ta ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
+    int64_t kb = tb ? b->dims[b->rank - 1] : b->dims[b->rank - 2];
+    int64_t nn = tb ? b->dims[b->rank - 2] : b->dims[b->rank - 1];
+    if (k != kb)
+        return ir_node_errorf(st, n,
+                              "matmul shapes %s and %s do not match (transpose_a=%d, transpose_b=%d): "
+                              "%lld != %lld",
+                              SH(a), SH(b), ta, tb, (long long)k, (long long)kb);
+    IrShape ba = *a, bb = *b, o;
+    ba.rank -= 2;
+    bb.rank -= 2;
+    if (!ir_broadcast_shapes(&ba, &bb, &o))
+        return ir_node_errorf(st, n, "matmul batch dimensions of %s and %s do not broadcast", SH(a), SH(b));
+    o.dims[o.rank++] = m;
+    o.dims[o.rank++] = nn;
+    if (n->n_inputs == 3) {
+        const IrShape *bias = in_s(n, 2);
+        if (bias->rank != 1 || bias->dims[0] != nn)
+            return ir_node_errorf(st, n, "bias shape %s does not match %lld output columns", SH(bias),
+                                  (long long)nn);
+    }
+    if (!check_act(n, n->p.i[TCRT_MM_ACT], st))
+        return false;
+    n->out[0].type.shape = o;
+    return true;
+}
+
+/* Output size of a window along one dim; false when the window does not fit. */
+static bool window_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pa, int64_t pb, int64_t *out)
+{
+    int64_t eff = (k - 1) * d + 1;
+    int64_t padded = in + pa + pb;
+    if (k < 1 || padded < eff)
+        return false;
+    *out = (padded - eff) / s + 1;
+    return true;
+}
+
+static bool check_window_params(IrNode *n, const int64_t *pos, int n_pos, const int64_t *pads, Status *st)
+{
+    for (int i = 0; i < n_pos; i++)
+        if (!in_range(pos[i], 1, BIG_PARAM))
+            return ir_node_errorf(st, n, "stride/dilation/window size %lld out of range [1,%lld]",
+                                  (long long)pos[i], (long long)BIG_PARAM);
+    for (int i = 0; i < 4; i++)
+        if (!in_range(pads[i], 0, IR_MAX_ELEMENTS))
+            return ir_node_errorf(st, n, "padding %lld out of range", (long long)pads[i]);
+    return true;
+}
+
+bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (n->n_inputs != 2 && n->n_inputs != 3)
+        return ir_node_errorf(st, n, "conv2d takes 2 or 3 inputs, got %d", n->n_inputs);
+    if (!same_input_dtypes(n, st))
+        return false;
+    if (in_t(n, 0)->dtype != TCRT_F32)
+        return ir_node_errorf(st, n, "conv2d supports float32 only, got %s",
+                              tcrt_dtype_name(in_t(n, 0)->dtype));
+    const IrShape *x = in_s(n, 0), *w = in_s(n, 1);
+    if (x->rank != 4 || w->rank != 4)
+        return ir_node_errorf(st, n, "conv2d needs a rank-4 input and filter, got %s and %s", SH(x), SH(w));
+    const int64_t *p = n->p.i;
+    int64_t pos[4] = {p[TCRT_CONV_SH], p[TCRT_CONV_SW], p[TCRT_CONV_DH], p[TCRT_CONV_DW]};
+    int64_t pads[4] = {p[TCRT_CONV_PT], p[TCRT_CONV_PL], p[TCRT_CONV_PB], p[TCRT_CONV_PR]};
+    if (!check_window_params(n, pos, 4, pads, st))
+        return false;
+    int64_t cout;
+    if (p[TCRT_CONV_DEPTHWISE]) {
+        if (w->dims[2] != x->dims[3])
+            return ir_node_errorf(st, n, "depthwise filter %s does not match %lld input channels of %s",
+                                  SH(w), (long long)x->dims[3], SH(x));
+        cout = w->dims[2] * w->dims[3];
+    } else {
+        if (w->dims[2] != x->dims[3])
+            return ir_node_errorf(st, n, "filter %s expects %lld input channels, input %s has %lld", SH(w),
+                                  (long long)w->dims[2], SH(x), (long long)x->dims[3]);
+        cout = w->dims[3];
+    }
+    int64_t oh, ow;
+    if (!window_out(x->dims[1], w->dims[0], pos[0], pos[2], pads[0], pads[2], &oh) ||
+        !window_out(x->dims[2], w->dims[1], pos[1], pos[3], pads[1], pads[3], &ow))
+        return ir_node_errorf(st, n, "filter %s (dilations %lld,%lld) does not fit input %s with padding "
+                              "%lld,%lld,%lld,%lld",
+                              SH(w), (long long)pos[2], (long long)pos[3], SH(x), (long long)pads[0],
+                              (long long)pads[1], (long long)pads[2], (long long)pads[3]);
+    if (n->n_inputs == 3) {
+        const IrShape *b = in_s(n, 2);
+        if (b->rank != 1 || b->dims[0] != cout)
+            return ir_node_errorf(st, n, "bias shape %s does not match %lld output channels", SH(b),
+                                  (long long)cout);
+    }
+    if (!check_act(n, p[TCRT_CONV_ACT], st))
+        return false;
+    IrShape o = ir_shape_make(4, NULL);
+    o.dims[0] = x->dims[0];
+    o.dims[1] = oh;
+    o.dims[2] = ow;
+    o.dims[3] = cout;
+    n->out[0].type.shape = o;
+    return true;
+}
+
+bool ir_shape_conv2d_transpose(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!need_given(n, st) || !same_input_dtypes(n, st))
+        return false;
+    const IrShape *dy = in_s(n, 0), *w = in_s(n, 1), *o = &n->out[0].type.shape;
+    if (dy->rank != 4 || w->rank != 4 || o->rank != 4)
+        return ir_node_errorf(st, n, "conv2d_transpose needs rank-4 gradient, filter and output, got %s, %s, %s",
+                              SH(dy), SH(w), SH(o));
+    const int64_t *p = n->p.i;
+    int64_t pos[4] = {p[TCRT_CONV_SH], p[TCRT_CONV_SW], p[TCRT_CONV_DH], p[TCRT_CONV_DW]};
+    int64_t pads[4] = {p[TCRT_CONV_PT], p[TCRT_CONV_PL], p[TCRT_CONV_PB], p[TCRT_CONV_PR]};
+    if (!check_window_params(n, pos, 4, pads, st))
+        return false;
+    if (w->dims[2] != o->dims[3] || w->dims[3] != dy->dims[3] || o->dims[0] != dy->dims[0])
+        return ir_node_errorf(st, n, "filter %s does not connect gradient %s to output %s", SH(w), SH(dy), SH(o));
+    int64_t fh, fw;
+    if (!window_out(o->dims[1], w->dims[0], pos[0], pos[2], pads[0], pads[2], &fh) ||
+        !window_out(o->dims[2], w->dims[1], pos[1], pos[3], pads[1], pads[3], &fw) ||
+        fh != dy->dims[1] || fw != dy->dims[2])
+        return ir_node_errorf(st, n, "output shape %s is inconsistent with gradient %s for filter %s", SH(o),
+                              SH(dy), SH(w));
+    return true;
+}
+
+bool ir_shape_pool(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    const IrShape *x = in_s(n, 0);
+    if (x->rank != 4)
+        return ir_node_errorf(st, n, "pooling needs a rank-4 NHWC input, got %s", SH(x));
+    const int64_t *p = n->p.i;
+    int64_t pos[4] = {p[TCRT_POOL_KH], p[TCRT_POOL_KW], p[TCRT_POOL_SH], p[TCRT_POOL_SW]};
+    int64_t pads[4] = {p[TCRT_POOL_PT], p[TCRT_POOL_PL], p[TCRT_POOL_PB], p[TCRT_POOL_PR]};
+    if (!check_window_params(n, pos, 4, pads, st))
+        return false;
+    int64_t oh, ow;
+    if (!window_out(x->dims[1], pos[0], pos[2], 1, pads[0], pads[2], &oh) ||
+        !window_out(x->dims[2], pos[1], pos[3], 1, pads[1], pads[3], &ow))
+        return ir_node_errorf(st, n, "window %lldx%lld does not fit input %s", (long long)pos[0],
+                              (long long)pos[1], SH(x));
+    IrShape o = *x;
+    o.dims[1] = oh;
+    o.dims[2] = ow;
+    n->out[0].type.shape = o;
+    return true;
+}
+
+bool ir_shape_copy(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!need_given(n, st))
+        return false;
+    const IrShape *x = in_s(n, 0), *o = &n->out[0].type.shape;
+    int64_t cx, co;
+    if (!ir_shape_count_checked(o, &co))
+        return too_many(n, o, st);
+    if (!ir_shape_count_checked(x, &cx) || cx != co)
+        return ir_node_errorf(st, n, "cannot reshape %s (%lld elements) to %s (%lld elements)", SH(x),
+                              (long long)ir_shape_count(x), SH(o), (long long)co);
+    return true;
+}
+
+bool ir_shape_transpose(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    const IrShape *x = in_s(n, 0);
+    IrShape o = *x;
+    bool seen[IR_MAX_RANK] = {false};
+    for (int d = 0; d < x->rank; d++) {
+        int64_t q = n->p.i[TCRT_TR_PERM + d];
+        if (q < 0 || q >= x->rank || seen[q]) {
+            char buf[128];
+            size_t k = 0;
+            for (int e = 0; e < x->rank && k < sizeof buf; e++)
+                k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%lld", e ? "," : "",
+                                      (long long)n->p.i[TCRT_TR_PERM + e]);
+            return ir_node_errorf(st, n, "perm [%s] is not a permutation of %d axes", buf, x->rank);
+        }
+        seen[q] = true;
+        o.dims[d] = x->dims[q];
+    }
+    n->out[0].type.shape = o;
+    return true;
+}
+
+bool ir_shape_slice(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!need_given(n, st))
+        return false;
+    const IrShape *x = in_s(n, 0), *o = &n->out[0].type.shape;
+    if (o->rank != x->rank)
+        return ir_node_errorf(st, n, "slice output %s must have the rank of input %s", SH(o), SH(x));
+    for (int d = 0; d < x->rank; d++) {
+        int64_t b = n->p.i[TCRT_SL_BEGIN + d], s = n->p.i[TCRT_SL_STRIDE + d], c = o->dims[d];
+        if (s == 0)
+            return ir_node_errorf(st, n, "slice stride of dim %d is zero", d);
+        if (c == 0)
+            continue;
+        bool ok = in_range(b, 0, x->dims[d] - 1) && in_range(s, -IR_MAX_ELEMENTS, IR_MAX_ELEMENTS);
+        if (ok) {
+            int64_t last = b + (c - 1) * s;
+            ok = in_range(last, 0, x->dims[d] - 1);
+        }
+        if (!ok)
+            return ir_node_errorf(st, n,
+                                  "slice of dim %d out of range (begin %lld, stride %lld, count %lld, size %lld)",
+                                  d, (long long)b, (long long)s, (long long)c, (long long)x->dims[d]);
+    }
+    return true;
+}
+
+bool ir_shape_pad(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    const IrShape *x = in_s(n, 0);
+    int64_t mode = n->p.i[TCRT_PAD_MODE];
+    if (!in_range(mode, 0, 2))
+        return ir_node_errorf(st, n, "unknown pad mode %lld", (long long)mode);
+    IrShape o = *x;
+    for (int d = 0; d < x->rank; d++) {
+        int64_t b = n->p.i[2 * d], a = n->p.i[2 * d + 1];
+        int64_t lim = mode == 0 ? IR_MAX_ELEMENTS : mode == 1 ? x->dims[d] - 1 : x->dims[d];
+        if (!in_range(b, 0, lim) || !in_range(a, 0, lim))
+            return ir_node_errorf(st, n, "padding %lld,%lld of dim %d out of range for %s (mode %lld)",
+                                  (long long)b, (long long)a, d, SH(x), (long long)mode);
+        o.dims[d] = x->dims[d] + b + a;
+    }
+    n->out[0].type.shape = o;
+    return true;
+}
+
+bool ir_shape_concat(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!same_input_dtypes(n, st))
+        return false;
+    const IrShape *x = in_s(n, 0);
+    int64_t axis = n->p.i[TCRT_CAT_AXIS];
+    if (axis < 0)
+        axis += x->rank;
+    if (axis < 0 || axis >= x->rank)
+        return ir_node_errorf(st, n, "concat axis %lld out of range for %s", (long long)n->p.i[TCRT_CAT_AXIS],
+                              SH(x));
+    n->p.i[TCRT_CAT_AXIS] = axis;
+    IrShape o = *x;
+    for (int i = 1; i < n->n_inputs; i++) {
+        const IrShape *y = in_s(n, i);
+        bool ok = y->rank == x->rank;
+        for (int d = 0; d < x->rank && ok; d++)
+            ok = d == axis || y->dims[d] == x->dims[d];
+        if (!ok)
+            return ir_node_errorf(st, n, "concat input %d shape %s does not match input 0 shape %s on axis %lld",
+                                  i, SH(y), SH(x), (long long)axis);
+        o.dims[axis] += y->dims[axis];
+    }
+    n->out[0].type.shape = o;
+    return true;
+}
+
+static bool int_indices(IrNode *n, int i, Status *st)
+{
+    tcrt_dtype dt = in_t(n, i)->dtype;
+    if (dt != TCRT_I32 && dt != TCRT_I64)
+        return ir_node_errorf(st, n, "indices must be int32 or int64, got %s", tcrt_dtype_name(dt));
+    return true;
+}
+
+bool ir_shape_gather(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!int_indices(n, 1, st))
+        return false;
+    const IrShape *x = in_s(n, 0), *ix = in_s(n, 1);
+    int64_t axis = n->p.i[TCRT_GA_AXIS], batch = n->p.i[TCRT_GA_BATCH];
+    if (axis < 0)
+        axis += x->rank;
+    if (batch < 0)
+        batch += ix->rank;
+    if (axis < 0 || axis >= x->rank)
+        return ir_node_errorf(st, n, "gather axis %lld out of range for params %s",
+                              (long long)n->p.i[TCRT_GA_AXIS], SH(x));
+    if (batch < 0 || batch > axis || batch > ix->rank)
+        return ir_node_errorf(st, n, "gather batch_dims %lld out of range (axis %lld, indices %s)",
+                              (long long)n->p.i[TCRT_GA_BATCH], (long long)axis, SH(ix));
+    for (int d = 0; d < batch; d++)
+        if (x->dims[d] != ix->dims[d])
+            return ir_node_errorf(st, n, "gather batch dimension %d differs: params %s, indices %s", d, SH(x),
+                                  SH(ix));
+    int rank = (int)(axis + (ix->rank - batch) + (x->rank - axis - 1));
+    if (rank > IR_MAX_RANK)
+        return ir_node_errorf(st, n, "gather result rank %d exceeds %d", rank, IR_MAX_RANK);
+    n->p.i[TCRT_GA_AXIS] = axis;
+    n->p.i[TCRT_GA_BATCH] = batch;
+    IrShape o;
+    memset(&o, 0, sizeof o);
+    for (int d = 0; d < axis; d++)
+        o.dims[o.rank++] = x->dims[d];
+    for (int d = (int)batch; d < ix->rank; d++)
+        o.dims[o.rank++] = ix->dims[d];
+    for (int d = (int)axis + 1; d < x->rank; d++)
+        o.dims[o.rank++] = x->dims[d];
+    n->out[0].type.shape = o;
+    return true;
+}
+
+bool ir_shape_gather_nd(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!int_indices(n, 1, st))
+        return false;
+    const IrShape *x = in_s(n, 0), *ix = in_s(n, 1);
+    if (ix->rank < 1)
+        return ir_node_errorf(st, n, "gather_nd indices must have rank >= 1, got %s", SH(ix));
+    int64_t q = ix->dims[ix->rank - 1];
+    if (q < 0 || q > x->rank)
+        return ir_node_errorf(st, n, "gather_nd index depth %lld exceeds params rank of %s", (long long)q, SH(x));
+    int rank = ix->rank - 1 + x->rank - (int)q;
+    if (rank > IR_MAX_RANK)
+        return ir_node_errorf(st, n, "gather_nd result rank %d exceeds %d", rank, IR_MAX_RANK);
+    IrShape o;
+    memset(&o, 0, sizeof o);
+    for (int d = 0; d < ix->rank - 1; d++)
+        o.dims[o.rank++] = ix->dims[d];
+    for (int d = (int)q; d < x->rank; d++)
+        o.dims[o.rank++] = x->dims[d];
+    n->out[0].type.shape = o;
+    return true;
+}
+
+bool ir_shape_tile(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!need_given(n, st))
+        return false;
+    const IrShape *x = in_s(n, 0), *o = &n->out[0].type.shape;
+    bool ok = o->rank == x->rank;
+    for (int d = 0; d < x->rank && ok; d++)
+        ok = x->dims[d] == 0 ? o->dims[d] == 0 : o->dims[d] % x->dims[d] == 0;
+    if (!ok)
+        return ir_node_errorf(st, n, "tile output %s is not a multiple of input %s", SH(o), SH(x));
+    return true;
+}
+
+bool ir_shape_broadcast_to(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!need_given(n, st))
+        return false;
+    const IrShape *x = in_s(n, 0), *o = &n->out[0].type.shape;
+    IrShape r;
+    if (x->rank > o->rank || !ir_broadcast_shapes(x, o, &r) || !ir_shape_eq(&r, o))
+        return ir_node_errorf(st, n, "cannot broadcast %s to %s", SH(x), SH(o));
+    return true;
+}
+
+bool ir_shape_resize(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!need_given(n, st))
+        return false;
+    const IrShape *x = in_s(n, 0), *o = &n->out[0].type.shape;
+    if (x->rank != 4 || o->rank != 4 || x->dims[0] != o->dims[0] || x->dims[3] != o->dims[3])
+        return ir_node_errorf(st, n, "resize output %s must keep batch and channels of NHWC input %s", SH(o),
+                              SH(x));
+    if (!in_range(n->p.i[TCRT_RS_MODE], 0, 1))
+        return ir_node_errorf(st, n, "unknown resize mode %lld", (long long)n->p.i[TCRT_RS_MODE]);
+    return true;
+}
+
+bool ir_shape_topk(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    const IrShape *x = in_s(n, 0);
+    if (x->rank < 1)
+        return ir_node_errorf(st, n, "topk needs an input of rank >= 1, got %s", SH(x));
+    int64_t k = n->p.i[TCRT_TOPK_K];
+    if (k < 0 || k > x->dims[x->rank - 1])
+        return ir_node_errorf(st, n, "k = %lld out of range for input %s", (long long)k, SH(x));
+    IrShape o = *x;
+    o.dims[o.rank - 1] = k;
+    n->out[0].type.shape = o;
+    n->out[1].type.shape = o;
+    n->out[1].type.dtype = TCRT_I32;
+    return true;
+}

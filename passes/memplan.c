@@ -13,10 +13,14 @@
  * whose lifetimes overlap its own (best fit), or after the last of them.
  * Correctness by construction: a buffer never overlaps in memory any placed
  * buffer whose lifetime overlaps its own.
+ * A COPY whose input buffer is not pinned and dies at the COPY shares that
+ * buffer (reshape in place; the emitted memcpy is skipped when the
+ * addresses are equal).
  * A fetched CONST gets a COPY node (data must be in the arena, where
  * results live).  CONST nodes still used get 64-byte aligned offsets in the
  * weights blob (out[0].offset).  Sets g->arena_bytes (rounded up to 64),
- * g->weights_bytes and g->unplanned_bytes (sum of all buffer sizes).
+ * g->weights_bytes and g->unplanned_bytes (sum of all buffer sizes, each
+ * rounded up to 64: the arena a plan without reuse would need).
  * Invariants: every live non-CONST output has offset >= 0 and
  * offset + bytes <= arena_bytes; offsets are multiples of 64.
  */
@@ -34,6 +38,8 @@ typedef struct Buf {
     IrNode *node;
     int out;                      /* output index, -1 for the workspace */
     int seq;                      /* creation order, for a stable sort */
+    bool is_pinned;               /* ARG or fetched: live the whole run */
+    struct Buf *alias;            /* shares this buffer's memory (COPY), or NULL */
 } Buf;
 
 static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
@@ -170,6 +176,7 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
             if (n->op == OP_ARG) {
                 x->start = 0;
                 x->end = n_sched;
+                x->is_pinned = true;
             }
         }
         if (n->op == OP_CONV2D) {
@@ -204,6 +211,30 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
         Buf *x = &bufs[base[v.node->id] + v.index];
         x->start = 0;
         x->end = n_sched;
+        x->is_pinned = true;
+    }
+
+    /* Aliasing: a COPY (reshape) whose input is not pinned and is last read
+     * by this COPY writes in place; the two become one buffer with the
+     * union of their lifetimes (contiguous: the input dies where the output
+     * is born). */
+    IR_FOR_EACH(g, n) {
+        if (n->op != OP_COPY || n->inputs[0].node->op == OP_CONST)
+            continue;
+        Buf *in = &bufs[base[n->inputs[0].node->id] + n->inputs[0].index];
+        Buf *out = &bufs[base[n->id]];
+        while (in->alias)
+            in = in->alias;
+        if (in->is_pinned || in->end != pos[n->id] || in->size != out->size)
+            continue;
+        out->alias = in;
+        if (out->end > in->end)
+            in->end = out->end;
+        if (out->is_pinned) {
+            in->is_pinned = true;
+            in->start = 0;
+            in->end = n_sched;
+        }
     }
 
     /* Placement: largest first, best-fit gap among time-overlapping buffers. */
@@ -212,9 +243,9 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
     for (int i = 0; i < n_bufs; i++) {
         if (!bufs[i].node)
             continue;
-        total += bufs[i].size;
+        total += align_up(bufs[i].size);
         bufs[i].offset = 0;
-        if (bufs[i].size > 0)
+        if (bufs[i].size > 0 && !bufs[i].alias)
             order[n_order++] = &bufs[i];
     }
     qsort(order, (size_t)n_order, sizeof *order, cmp_place_order);
@@ -245,6 +276,8 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
         Buf *b = &bufs[i];
         if (!b->node)
             continue;
+        for (Buf *r = b->alias; r; r = r->alias)
+            b->offset = r->offset;
         if (b->out >= 0)
             b->node->out[b->out].offset = b->offset;
         else

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// demo.js: face detection + emotion on a real photo, compiled by tfcc, checked against TF.js.
+// demo.js: face detection + face landmarks on a real photo, compiled by tfcc, checked against TF.js.
 //
 // usage: node tools/demo.js --tfcc build/compiler/tfcc [--out demo-out] [--image photo.jpg]
 //
@@ -13,9 +13,9 @@
 //     largest absolute difference per output is printed.
 //  4. tfcc's outputs are decoded (anchors: strides 16 and 32 with 2 and 6 anchors per cell; box
 //     centre = anchor + offset; sigmoid scores; non-max suppression) into boxes in photo pixels.
-//  5. The best face is cropped, resized to 64x64, turned into weighted grayscale in [-1,1] and
-//     fed to emotion.json (compiled by tfcc the same way); the top classes are printed with labels
-//     and compared with TF.js again.
+//  5. The best face is cropped (box enlarged 1.4x, square), resized to 192x192, scaled to [0,1]
+//     and fed to facemesh.json (compiled by tfcc the same way): a face score and 468 3-D landmarks,
+//     some printed by name, all drawn into the annotated PNG; compared with TF.js again.
 // Writes everything under --out (inputs, executables, outputs, an annotated PNG).
 'use strict';
 const fs = require('fs');
@@ -25,7 +25,6 @@ const U = require('./tfjs_util');
 
 const MODELS = path.join(U.NODE_DIR, '@vladmandic', 'human-models', 'models');
 const DEFAULT_IMAGE = '/usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg';
-const EMOTIONS = ['angry', 'disgust', 'fear', 'happy', 'sad', 'surprise', 'neutral'];
 
 function parseArgs() {
   const a = { tfcc: 'build/compiler/tfcc', out: 'demo-out', image: DEFAULT_IMAGE };
@@ -45,8 +44,7 @@ function run(cmd, args, what) {
     const out = execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     return { out, ms: Number(process.hrtime.bigint() - t0) / 1e6 };
   } catch (e) {
-    process.stderr.write(`demo: ${what} failed: ${cmd} ${args.join(' ')}\n${e.stdout || ''}${e.stderr || ''}\n`);
-    process.exit(1);
+    throw new Error(`${what} failed: ${cmd} ${args.join(' ')}\n${e.stdout || ''}${e.stderr || ''}`);
   }
 }
 
@@ -54,7 +52,7 @@ function run(cmd, args, what) {
 function compileAndRun(a, name, model, feeds, fetches) {
   const exe = path.join(a.out, name);
   const args = ['compile', model];
-  for (const f of Object.keys(feeds)) args.push('--feed', f);
+  for (const [f, file] of Object.entries(feeds)) args.push('--feed', `${f}:${U.readNpy(file).shape.join('x')}`);
   for (const f of fetches) args.push('--fetch', f);
   args.push('-o', exe, '--stats');
   const c = run(a.tfcc, args, `tfcc compile ${name}`);
@@ -124,8 +122,11 @@ async function main() {
   // 3. TF.js on the same input
   const bfTf = await U.loadGraphModel(tf, bfModel);
   const bfRef = bfTf.execute({ input: tf.tensor(U.readNpy(bfFile).data, bfIn.shape) }, bfFetch);
-  let bfDiff = 0;
-  bfFetch.forEach((f, i) => { bfDiff = Math.max(bfDiff, U.maxAbsDiff(bf.res[f].data, bfRef[i].dataSync())); });
+  let bfDiff = 0; let bfMax = 0;
+  bfFetch.forEach((f, i) => {
+    bfDiff = Math.max(bfDiff, U.maxAbsDiff(bf.res[f].data, bfRef[i].dataSync()));
+    for (const v of bf.res[f].data) bfMax = Math.max(bfMax, Math.abs(v));
+  });
 
   // 4. decode tfcc's detections: order outputs by size: [scores384, scores512, boxes384, boxes512]
   const outs = bfFetch.map((f) => bf.res[f]).sort((x, y) => x.data.length - y.data.length);
@@ -145,7 +146,7 @@ async function main() {
     scores.push(1 / (1 + Math.exp(-r.logit)));
   });
   const keep = tf.image.nonMaxSuppression(tf.tensor2d(boxes), tf.tensor1d(scores), 10, 0.3, 0.5).arraySync();
-  if (!keep.length) { console.log('no face found'); process.exit(1); }
+  if (!keep.length) throw new Error('no face found');
   console.log(`faces found: ${keep.length}`);
   const png = new PNG({ width: W, height: H }); png.data = Buffer.from(img.data);
   for (const i of keep) {
@@ -157,33 +158,45 @@ async function main() {
     drawBox(png.data, W, H, x0, y0, x1, y1);
   }
   const pngFile = path.join(a.out, 'faces.png');
-  fs.writeFileSync(pngFile, PNG.sync.write(png));
-  console.log(`  max |tfcc - TF.js| over blazeface's 4 outputs: ${bfDiff.toExponential(2)}`);
+  console.log(`  max |tfcc - TF.js| over blazeface's 4 outputs: ${bfDiff.toExponential(2)} (largest |output| ${bfMax.toFixed(1)})`);
 
-  // 5. emotion on the best face: crop (box enlarged 10%), 64x64, gray in [-1,1]
+  // 5. facemesh on the best face: square crop around the box enlarged 1.4x (as Human does),
+  //    192x192, RGB in [0,1]; outputs: face score [1,1], 468 landmarks x,y,z [1,1404] in crop pixels
   const [y0, x0, y1, x1] = boxes[keep[0]];
-  const cy = (y0 + y1) / 2; const cx = (x0 + x1) / 2; const half = Math.max(y1 - y0, x1 - x0) * 0.55;
+  const cy = (y0 + y1) / 2; const cx = (x0 + x1) / 2; const half = Math.max(y1 - y0, x1 - x0) * 0.7;
   const crop = [[(cy - half) / H, (cx - half) / W, (cy + half) / H, (cx + half) / W]];
-  const emIn = tf.tidy(() => {
-    const face = tf.image.cropAndResize(tf.div(photo, 255), crop, [0], [64, 64]);
-    const gray = tf.sum(tf.mul(face, tf.tensor1d([0.2989, 0.587, 0.114])), 3, true);
-    return tf.mul(tf.sub(gray, 0.5), 2);
-  });
-  const emFile = path.join(a.out, 'emotion_input.npy');
-  U.writeNpy(emFile, 'float32', emIn.shape, emIn.dataSync());
-  const emModel = path.join(MODELS, 'emotion.json');
-  const em = compileAndRun(a, 'emotion', emModel, { input_1: emFile }, ['Identity']);
-  const emTf = await U.loadGraphModel(tf, emModel);
-  const emRef = emTf.execute({ input_1: tf.tensor(U.readNpy(emFile).data, emIn.shape) }, 'Identity').dataSync();
-  const probs = Array.from(em.res.Identity.data);
-  const ranked = probs.map((p, i) => [p, EMOTIONS[i] || `class ${i}`]).sort((p, q) => q[0] - p[0]);
-  console.log(`emotion (${path.relative(process.cwd(), emModel)}): tfcc compile ${em.compileMs.toFixed(0)} ms, run ${em.runMs.toFixed(0)} ms`);
-  for (const [p, l] of ranked.slice(0, 3)) console.log(`  ${l.padEnd(9)} ${(100 * p).toFixed(1)}%`);
-  console.log(`  max |tfcc - TF.js|: ${U.maxAbsDiff(probs, emRef).toExponential(2)}`);
+  const fmIn = tf.tidy(() => tf.image.cropAndResize(tf.div(photo, 255), crop, [0], [192, 192]));
+  const fmFile = path.join(a.out, 'facemesh_input.npy');
+  U.writeNpy(fmFile, 'float32', fmIn.shape, fmIn.dataSync());
+  const fmModel = path.join(MODELS, 'facemesh.json');
+  const fmFetch = ['Identity', 'Identity_1', 'Identity_2'];
+  const fm = compileAndRun(a, 'facemesh', fmModel, { input_1: fmFile }, fmFetch);
+  const fmTf = await U.loadGraphModel(tf, fmModel);
+  const fmRef = fmTf.execute({ input_1: tf.tensor(U.readNpy(fmFile).data, fmIn.shape) }, fmFetch);
+  let fmDiff = 0;
+  fmFetch.forEach((f, i) => { fmDiff = Math.max(fmDiff, U.maxAbsDiff(fm.res[f].data, fmRef[i].dataSync())); });
+  const byLen = (n) => fmFetch.map((f) => fm.res[f]).find((t) => t.data.length === n);
+  const faceScore = byLen(1); const mesh = byLen(1404);
+  if (!faceScore || !mesh) throw new Error('facemesh: unexpected output shapes');
+  const toPhoto = (j) => [cx - half + (mesh.data[3 * j] / 192) * 2 * half, cy - half + (mesh.data[3 * j + 1] / 192) * 2 * half];
+  console.log(`facemesh (${path.relative(process.cwd(), fmModel)}): tfcc compile ${fm.compileMs.toFixed(0)} ms, run ${fm.runMs.toFixed(0)} ms`);
+  console.log(`  face score ${faceScore.data[0].toFixed(3)}, ${mesh.data.length / 3} landmarks (drawn into the PNG); some of them in photo pixels:`);
+  const named = [[10, 'forehead'], [33, 'right eye (outer corner)'], [263, 'left eye (outer corner)'], [1, 'nose tip'],
+    [61, 'mouth (right corner)'], [291, 'mouth (left corner)'], [152, 'chin']];
+  for (const [j, label] of named) { const [px, py] = toPhoto(j); console.log(`    ${label.padEnd(24)} (${px.toFixed(0)}, ${py.toFixed(0)})`); }
+  for (let j = 0; j < mesh.data.length / 3; j++) {
+    const [px, py] = toPhoto(j);
+    for (let d = 0; d < 4; d++) {
+      const x = Math.round(px) + (d & 1); const y = Math.round(py) + (d >> 1);
+      if (x >= 0 && y >= 0 && x < W && y < H) { const o = (y * W + x) * 4; png.data[o] = 255; png.data[o + 1] = 40; png.data[o + 2] = 40; }
+    }
+  }
+  fs.writeFileSync(pngFile, PNG.sync.write(png));
+  console.log(`  max |tfcc - TF.js| over facemesh's 3 outputs: ${fmDiff.toExponential(2)} (landmarks are in pixels of a 192x192 crop)`);
   console.log(`annotated photo: ${pngFile}`);
-  const worst = Math.max(bfDiff, U.maxAbsDiff(probs, emRef));
-  if (!(worst < 1e-2)) { console.log(`demo: tfcc and TF.js disagree (max diff ${worst})`); process.exit(1); }
+  const rel = Math.max(bfDiff / 100, fmDiff / 192);
+  if (!(rel < 1e-3)) throw new Error(`tfcc and TF.js disagree (blazeface ${bfDiff}, facemesh ${fmDiff})`);
   console.log('tfcc and TF.js agree.');
 }
 
-main().catch((e) => { console.error('demo:', e && e.stack ? e.stack : e); process.exit(1); });
+main().catch((e) => { console.error('demo:', e && e.message ? e.message : e); process.exitCode = 1; });

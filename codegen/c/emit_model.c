@@ -1,1 +1,735 @@
-/* placeholder: being written */
+/* codegen/c/emit_model.c - the C backend's driver: writes a model's files.
+ *
+ * cgc_emit takes a planned graph (passes/memplan.c done) and writes, in dir:
+ *   NAME.h             the user API from a template (DESIGN.md "Artifacts"),
+ *                      with usage, signature and memory stats in its comment;
+ *   NAME.c             one static kernel per live non-leaf node, in schedule
+ *                      order, named k<NNN>_<op> (NNN = schedule position), then
+ *                      NAME_run_arena calling them with `arena + offset` and
+ *                      `NAME_weights + offset` pointers, the tcrt_model
+ *                      descriptor NAME_model and the API functions;
+ *   NAME_weights.bin   every used CONST at its planned offset, zero padded;
+ *   NAME_weights.S     .incbin of the .bin into .rodata (symbol NAME_weights);
+ *   NAME_main.c        main() calling tcrt_main(&NAME_model, ...).
+ * Elementwise kernels come from emit_elem.c, the others from emit_call.c.
+ * Invariants: the output depends only on the graph and the options (node
+ * order, no pointers, no timestamps, the source file's base name only), so
+ * emitting twice gives identical bytes; weights never become C literals;
+ * NAME_run never allocates.
+ */
+#include "codegen/cg_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct IoInfo {
+    const char *name;             /* tensor name ("x:0") */
+    IrValue value;
+    char ident[128];              /* accessor suffix: NAME_arg_<ident> */
+} IoInfo;
+
+typedef struct Ctx {
+    const IrGraph *g;
+    const char *name;             /* model prefix */
+    char uname[128];              /* upper-case prefix for macros */
+    char source[256];             /* base name of the source file, comment-safe */
+    const char *dir;
+    IoInfo *args, *results;
+    int n_args, n_results;
+    Status *st;
+} Ctx;
+
+static bool is_c_ident(const char *s)
+{
+    if (!s || !s[0] || isdigit((unsigned char)s[0]))
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_')
+            return false;
+    return true;
+}
+
+static const char *type_or_void(tcrt_dtype dt)
+{
+    const char *t = cg_c_type(dt);
+    return t ? t : "void";
+}
+
+static FILE *open_out(Ctx *c, const char *suffix, const char *mode, char *path, size_t n)
+{
+    int len = snprintf(path, n, "%s/%s%s", c->dir, c->name, suffix);
+    if (len < 0 || (size_t)len >= n) {
+        st_errorf(c->st, ST_IO, "output path too long: '%s/%s%s'", c->dir, c->name, suffix);
+        return NULL;
+    }
+    FILE *f = fopen(path, mode);
+    if (!f)
+        st_errorf(c->st, ST_IO, "cannot write '%s': %s", path, strerror(errno));
+    return f;
+}
+
+static bool close_out(Ctx *c, FILE *f, const char *path)
+{
+    bool bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad)
+        return st_errorf(c->st, ST_IO, "cannot write '%s': %s", path, strerror(errno));
+    return true;
+}
+
+/* ---- checks and names ---- */
+
+static bool value_in_range(const IrValue v, int64_t limit)
+{
+    const IrOut *out = &v.node->out[v.index];
+    return out->offset >= 0 && out->offset + (int64_t)ir_type_bytes(&out->type) <= limit;
+}
+
+static bool check_plan(Ctx *c)
+{
+    const IrGraph *g = c->g;
+    const char *hint = "graph is not memory-planned (run the memplan pass before codegen)";
+    IR_FOR_EACH(g, n) {
+        if (n->op == OP_CONST)
+            continue;
+        for (int k = 0; k < n->n_outputs; k++)
+            if (!value_in_range((IrValue){n, k}, g->arena_bytes))
+                return st_errorf(c->st, ST_ERROR, "node '%s' (%s) output %d: %s",
+                                 n->origin ? n->origin : "?", ir_op_name(n->op), k, hint);
+        for (int k = 0; k < n->n_inputs; k++) {
+            IrValue v = n->inputs[k];
+            int64_t limit = v.node->op == OP_CONST ? g->weights_bytes : g->arena_bytes;
+            if (!value_in_range(v, limit))
+                return st_errorf(c->st, ST_ERROR, "node '%s' (%s) input %d: %s",
+                                 n->origin ? n->origin : "?", ir_op_name(n->op), k, hint);
+        }
+        if (cgc_has_workspace(n) && n->workspace_bytes > 0 &&
+            (n->workspace_offset < 0 || n->workspace_offset + n->workspace_bytes > g->arena_bytes))
+            return st_errorf(c->st, ST_ERROR, "node '%s' (conv2d) workspace: %s",
+                             n->origin ? n->origin : "?", hint);
+    }
+    for (int i = 0; i < g->n_fetches; i++) {
+        IrValue v = g->fetches[i].value;
+        if (!v.node || v.node->dead || v.node->op == OP_CONST ||
+            !value_in_range(v, g->arena_bytes))
+            return st_errorf(c->st, ST_ERROR, "fetch '%s': %s", g->fetches[i].name, hint);
+    }
+    for (int i = 0; i < g->n_feeds; i++) {
+        IrNode *a = g->feeds[i].arg;
+        if (!a || a->dead || !value_in_range((IrValue){a, 0}, g->arena_bytes))
+            return st_errorf(c->st, ST_ERROR, "feed '%s': %s", g->feeds[i].name, hint);
+    }
+    return true;
+}
+
+/* Accessor suffixes: the tensor name without a ":0" suffix, as an identifier,
+ * made unique with "_<index>". */
+static void make_idents(IoInfo *io, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char base[128];
+        snprintf(base, sizeof base, "%s", io[i].name ? io[i].name : "");
+        size_t len = strlen(base);
+        if (len > 2 && strcmp(base + len - 2, ":0") == 0)
+            base[len - 2] = '\0';
+        cg_c_ident(base, io[i].ident, sizeof io[i].ident);
+    }
+    for (int i = 0; i < n; i++) {
+        bool dup = false;
+        for (int j = 0; j < n; j++)
+            if (j != i && strcmp(io[i].ident, io[j].ident) == 0)
+                dup = true;
+        if (dup) {
+            char tmp[160];
+            snprintf(tmp, sizeof tmp, "%s_%d", io[i].ident, i);
+            snprintf(io[i].ident, sizeof io[i].ident, "%.127s", tmp);
+        }
+    }
+}
+
+/* ---- weights ---- */
+
+static int cmp_const_offset(const void *pa, const void *pb)
+{
+    const IrNode *a = *(IrNode *const *)pa, *b = *(IrNode *const *)pb;
+    if (a->out[0].offset != b->out[0].offset)
+        return a->out[0].offset < b->out[0].offset ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static bool write_weights(Ctx *c)
+{
+    const IrGraph *g = c->g;
+    char path[4096];
+    int n_consts = 0;
+    IR_FOR_EACH(g, n) {
+        if (n->op == OP_CONST && n->out[0].offset >= 0)
+            n_consts++;
+    }
+    IrNode **consts = xx_malloc(sizeof(IrNode *) * ((size_t)n_consts + 1));
+    if (!consts)
+        return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
+    int k = 0;
+    IR_FOR_EACH(g, n) {
+        if (n->op == OP_CONST && n->out[0].offset >= 0)
+            consts[k++] = n;
+    }
+    qsort(consts, (size_t)n_consts, sizeof *consts, cmp_const_offset);
+    FILE *f = open_out(c, "_weights.bin", "wb", path, sizeof path);
+    if (!f) {
+        xx_free(consts);
+        return false;
+    }
+    static const unsigned char zeros[64];
+    int64_t pos = 0;
+    bool ok = true;
+    for (int i = 0; i < n_consts && ok; i++) {
+        IrNode *n = consts[i];
+        int64_t bytes = (int64_t)ir_type_bytes(&n->out[0].type);
+        if (n->out[0].offset < pos || n->out[0].offset + bytes > g->weights_bytes ||
+            (bytes > 0 && (!n->data || (int64_t)n->data_bytes < bytes))) {
+            ok = st_errorf(c->st, ST_ERROR, "constant '%s': bad weights offset %lld (%lld bytes)",
+                           n->origin ? n->origin : "?", (long long)n->out[0].offset,
+                           (long long)bytes);
+            break;
+        }
+        while (pos < n->out[0].offset) {
+            size_t z = (size_t)(n->out[0].offset - pos) < sizeof zeros ? (size_t)(n->out[0].offset - pos)
+                                                                         : sizeof zeros;
+            fwrite(zeros, 1, z, f);
+            pos += (int64_t)z;
+        }
+        if (bytes > 0)
+            fwrite(n->data, 1, (size_t)bytes, f);
+        pos += bytes;
+    }
+    while (ok && pos < g->weights_bytes) {
+        size_t z = (size_t)(g->weights_bytes - pos) < sizeof zeros ? (size_t)(g->weights_bytes - pos)
+                                                                    : sizeof zeros;
+        fwrite(zeros, 1, z, f);
+        pos += (int64_t)z;
+    }
+    xx_free(consts);
+    bool closed = close_out(c, f, path);
+    if (!ok || !closed)
+        return false;
+
+    f = open_out(c, "_weights.S", "w", path, sizeof path);
+    if (!f)
+        return false;
+    CgOut o = {f, 0, false};
+    char size[32];
+    snprintf(size, sizeof size, "%lld", (long long)g->weights_bytes);
+    const CgHole holes[] = {{"NAME", c->name}, {"SOURCE", c->source}, {"SIZE", size}, {NULL, NULL}};
+    cg_template(&o,
+                "/* Generated by tfcc from {{SOURCE}} - DO NOT EDIT */\n"
+                "/* {{NAME}}_weights: the model's constants ({{SIZE}} bytes, each 64-byte aligned),\n"
+                " * linked read-only from {{NAME}}_weights.bin. */\n"
+                "    .section .rodata\n"
+                "    .balign 64\n"
+                "    .globl {{NAME}}_weights\n"
+                "    .type {{NAME}}_weights, @object\n"
+                "    .size {{NAME}}_weights, {{SIZE}}\n"
+                "{{NAME}}_weights:\n"
+                "    .incbin \"{{NAME}}_weights.bin\"\n"
+                "    .section .note.GNU-stack,\"\",@progbits\n",
+                holes);
+    return close_out(c, f, path);
+}
+
+/* ---- NAME.h ---- */
+
+static void io_comment_line(CgOut *o, const char *what, int i, const IoInfo *io, const char *name)
+{
+    char t[IR_MAX_RANK * 24 + 16], nm[256];
+    cg_comment_text(io->name, nm, sizeof nm);
+    cg_printf(o, " *   %-6s %d  %-24s %-20s (%s_%s_%s)\n", what, i, nm,
+              cg_type_str(ir_value_type(io->value), t, sizeof t), name, what, io->ident);
+}
+
+static bool write_header(Ctx *c)
+{
+    const IrGraph *g = c->g;
+    char path[4096];
+    FILE *f = open_out(c, ".h", "w", path, sizeof path);
+    if (!f)
+        return false;
+    CgOut o = {f, 0, false};
+    char arena[32], weights[32], sum[32], n_args[16], n_results[16];
+    snprintf(arena, sizeof arena, "%lld", (long long)g->arena_bytes);
+    snprintf(weights, sizeof weights, "%lld", (long long)g->weights_bytes);
+    snprintf(sum, sizeof sum, "%lld", (long long)g->unplanned_bytes);
+    snprintf(n_args, sizeof n_args, "%d", c->n_args);
+    snprintf(n_results, sizeof n_results, "%d", c->n_results);
+    const char *a0 = c->n_args ? c->args[0].ident : "ARGNAME";
+    const char *r0 = c->n_results ? c->results[0].ident : "RESULTNAME";
+    const CgHole holes[] = {
+        {"NAME", c->name}, {"UNAME", c->uname},   {"SOURCE", c->source},
+        {"ARENA", arena},  {"WEIGHTS", weights},  {"SUM", sum},
+        {"NARGS", n_args}, {"NRESULTS", n_results}, {"A0", a0},
+        {"R0", r0},        {NULL, NULL},
+    };
+    cg_template(&o,
+                "/* Generated by tfcc from {{SOURCE}} - DO NOT EDIT */\n"
+                "/*\n"
+                " * {{NAME}}: a compiled TensorFlow graph.  Usage:\n"
+                " *\n"
+                " *     {{NAME}} *m = {{NAME}}_new();                  (NULL when out of memory)\n"
+                " *     memcpy({{NAME}}_arg_{{A0}}(m), input, {{UNAME}}_ARG0_BYTES);\n"
+                " *     if ({{NAME}}_run(m) == TCRT_OK)\n"
+                " *         use({{NAME}}_result_{{R0}}(m));             ({{UNAME}}_RESULT0_COUNT elements)\n"
+                " *     {{NAME}}_free(m);\n"
+                " *\n"
+                " * Without malloc, on memory of your own (any 8-byte aligned block; 64 is best):\n"
+                " *\n"
+                " *     static _Alignas(64) uint8_t scratch[{{UNAME}}_ARENA_BYTES];\n"
+                " *     {{NAME}} m;                                    (the struct is public)\n"
+                " *     {{NAME}}_init(&m, scratch, sizeof scratch);\n"
+                " *\n"
+                " * Args, intermediates and results share one arena: write the args, run,\n"
+                " * read the results (valid until the next run).  {{NAME}}_run never\n"
+                " * allocates; one {{NAME}} must not run on two threads at once.\n"
+                " * {{NAME}}_free is only for objects from {{NAME}}_new.\n"
+                " *\n"
+                " * Memory: arena {{ARENA}} bytes (buffers sum to {{SUM}} before reuse),\n"
+                " * weights {{WEIGHTS}} bytes (read-only, linked from {{NAME}}_weights.S).\n"
+                " *\n"
+                " * Signature ({{NARGS}} args, {{NRESULTS}} results):\n",
+                holes);
+    for (int i = 0; i < c->n_args; i++)
+        io_comment_line(&o, "arg", i, &c->args[i], c->name);
+    for (int i = 0; i < c->n_results; i++)
+        io_comment_line(&o, "result", i, &c->results[i], c->name);
+    cg_template(&o,
+                " */\n"
+                "#ifndef {{UNAME}}_H\n"
+                "#define {{UNAME}}_H\n"
+                "\n"
+                "#include <stddef.h>\n"
+                "#include <stdint.h>\n"
+                "\n"
+                "#include \"tcrt.h\"\n"
+                "\n"
+                "#ifdef __cplusplus\n"
+                "extern \"C\" {\n"
+                "#endif\n"
+                "\n"
+                "#define {{UNAME}}_ARENA_BYTES {{ARENA}}\n"
+                "#define {{UNAME}}_SCRATCH_BYTES {{UNAME}}_ARENA_BYTES\n"
+                "#define {{UNAME}}_WEIGHTS_BYTES {{WEIGHTS}}\n"
+                "#define {{UNAME}}_NUM_ARGS {{NARGS}}\n"
+                "#define {{UNAME}}_NUM_RESULTS {{NRESULTS}}\n",
+                holes);
+    for (int pass = 0; pass < 2; pass++) {
+        int n = pass ? c->n_results : c->n_args;
+        for (int i = 0; i < n; i++) {
+            const IoInfo *io = pass ? &c->results[i] : &c->args[i];
+            const IrType *t = ir_value_type(io->value);
+            cg_printf(&o, "#define %s_%s%d_COUNT %lld\n", c->uname, pass ? "RESULT" : "ARG", i,
+                      (long long)ir_shape_count(&t->shape));
+            cg_printf(&o, "#define %s_%s%d_BYTES %zu\n", c->uname, pass ? "RESULT" : "ARG", i,
+                      ir_type_bytes(t));
+        }
+    }
+    cg_template(&o,
+                "\n"
+                "/* The model's state.  Public so that callers can place it themselves;\n"
+                " * treat the fields as private. */\n"
+                "struct {{NAME}} {\n"
+                "    uint8_t *arena;               /* {{UNAME}}_ARENA_BYTES bytes */\n"
+                "    int owns_arena;               /* allocated by {{NAME}}_new */\n"
+                "};\n"
+                "typedef struct {{NAME}} {{NAME}};\n"
+                "\n"
+                "/* sizeof({{NAME}}), for callers that allocate it themselves. */\n"
+                "size_t {{NAME}}_size(void);\n"
+                "/* Allocates the model and its arena; NULL when out of memory. */\n"
+                "{{NAME}} *{{NAME}}_new(void);\n"
+                "/* Frees a model from {{NAME}}_new (NULL is fine). */\n"
+                "void {{NAME}}_free({{NAME}} *m);\n"
+                "/* Uses scratch (n >= {{UNAME}}_ARENA_BYTES bytes, 8-byte aligned, owned by\n"
+                " * the caller) as the arena; TCRT_ERR_ARG if it does not fit. */\n"
+                "tcrt_status {{NAME}}_init({{NAME}} *m, void *scratch, size_t n);\n"
+                "/* Runs the graph: TCRT_OK or the first kernel error.  No allocation. */\n"
+                "tcrt_status {{NAME}}_run({{NAME}} *m);\n"
+                "/* Arg i's buffer (write before run) / result i's (read after), NULL if out of range. */\n"
+                "void *{{NAME}}_arg({{NAME}} *m, int i);\n"
+                "const void *{{NAME}}_result(const {{NAME}} *m, int i);\n",
+                holes);
+    for (int i = 0; i < c->n_args; i++) {
+        char t[IR_MAX_RANK * 24 + 16], nm[256];
+        cg_comment_text(c->args[i].name, nm, sizeof nm);
+        const char *ct = type_or_void(ir_value_type(c->args[i].value)->dtype);
+        cg_printf(&o, "/* arg %d: %s %s */\n", i, nm,
+                  cg_type_str(ir_value_type(c->args[i].value), t, sizeof t));
+        cg_printf(&o, "%s *%s_arg_%s(%s *m);\n", ct, c->name, c->args[i].ident, c->name);
+        cg_printf(&o, "%s *%s_arg%d(%s *m);\n", ct, c->name, i, c->name);
+    }
+    for (int i = 0; i < c->n_results; i++) {
+        char t[IR_MAX_RANK * 24 + 16], nm[256];
+        cg_comment_text(c->results[i].name, nm, sizeof nm);
+        const char *ct = type_or_void(ir_value_type(c->results[i].value)->dtype);
+        cg_printf(&o, "/* result %d: %s %s */\n", i, nm,
+                  cg_type_str(ir_value_type(c->results[i].value), t, sizeof t));
+        cg_printf(&o, "const %s *%s_result_%s(const %s *m);\n", ct, c->name, c->results[i].ident,
+                  c->name);
+        cg_printf(&o, "const %s *%s_result%d(const %s *m);\n", ct, c->name, i, c->name);
+    }
+    cg_template(&o,
+                "/* Names, dtypes, shapes and arena offsets of the args and results. */\n"
+                "const tcrt_model *{{NAME}}_signature(void);\n"
+                "extern const tcrt_model {{NAME}}_model;\n"
+                "\n"
+                "#ifdef __cplusplus\n"
+                "}\n"
+                "#endif\n"
+                "#endif\n",
+                holes);
+    return close_out(c, f, path);
+}
+
+/* ---- NAME.c ---- */
+
+/* Pointer expression for value v in the run function. */
+static void value_ptr(const IrValue v, bool is_out, char *buf, size_t n)
+{
+    const IrOut *out = &v.node->out[v.index];
+    const char *ct = type_or_void(out->type.dtype);
+    bool is_w = v.node->op == OP_CONST;
+    snprintf(buf, n, "(%s%s *)(%s + %lld)", is_out ? "" : "const ", ct, is_w ? "w" : "a",
+             (long long)out->offset);
+}
+
+static void emit_io_table(CgOut *o, const char *name, const char *what, const IoInfo *io, int n)
+{
+    if (n == 0)
+        return;
+    cg_printf(o, "static const tcrt_io %s_%s[%d] = {\n", name, what, n);
+    o->indent++;
+    for (int i = 0; i < n; i++) {
+        const IrType *t = ir_value_type(io[i].value);
+        cg_printf(o, "{");
+        cg_c_string(o->f, io[i].name ? io[i].name : "");
+        cg_printf(o, ", %s, %d, {", cg_dtype_enum(t->dtype), t->shape.rank);
+        if (t->shape.rank == 0)
+            cg_printf(o, "0");
+        for (int d = 0; d < t->shape.rank; d++)
+            cg_printf(o, "%s%lld", d ? ", " : "", (long long)t->shape.dims[d]);
+        cg_printf(o, "}, %zu, %lld},\n", ir_type_bytes(t),
+                  (long long)io[i].value.node->out[io[i].value.index].offset);
+    }
+    o->indent--;
+    cg_printf(o, "};\n");
+}
+
+static bool write_source(Ctx *c)
+{
+    const IrGraph *g = c->g;
+    char path[4096];
+    FILE *f = open_out(c, ".c", "w", path, sizeof path);
+    if (!f)
+        return false;
+    CgOut o = {f, 0, false};
+    char arena[32], weights[32], alloc_bytes[32], n_args[16], n_results[16];
+    snprintf(arena, sizeof arena, "%lld", (long long)g->arena_bytes);
+    snprintf(weights, sizeof weights, "%lld", (long long)g->weights_bytes);
+    int64_t ab = g->arena_bytes < 64 ? 64 : (g->arena_bytes + 63) / 64 * 64;
+    snprintf(alloc_bytes, sizeof alloc_bytes, "%lld", (long long)ab);
+    snprintf(n_args, sizeof n_args, "%d", c->n_args);
+    snprintf(n_results, sizeof n_results, "%d", c->n_results);
+    int n_kernels = 0;
+    IR_FOR_EACH(g, n) {
+        if (ir_op_info(n->op)->kind != K_LEAF)
+            n_kernels++;
+    }
+    char n_k[16];
+    snprintf(n_k, sizeof n_k, "%d", n_kernels);
+    const CgHole holes[] = {
+        {"NAME", c->name},   {"UNAME", c->uname},     {"SOURCE", c->source},
+        {"ARENA", arena},    {"WEIGHTS", weights},    {"ALLOC", alloc_bytes},
+        {"NARGS", n_args},   {"NRESULTS", n_results}, {"NKERNELS", n_k},
+        {NULL, NULL},
+    };
+    cg_template(&o,
+                "/* Generated by tfcc from {{SOURCE}} - DO NOT EDIT */\n"
+                "/* {{NAME}}.c: {{NKERNELS}} kernels in schedule order, then {{NAME}}_run_arena\n"
+                " * calling them on one arena of {{ARENA}} bytes (buffer offsets planned at\n"
+                " * compile time) and {{WEIGHTS}} bytes of weights, then the API of {{NAME}}.h. */\n"
+                "#include \"{{NAME}}.h\"\n"
+                "\n"
+                "#include <stdlib.h>\n"
+                "#include <string.h>\n"
+                "\n"
+                "#include \"tcrt.h\"\n"
+                "#include \"tcrt_kernels.h\"\n"
+                "#include \"tcrt_elem.h\"\n"
+                "\n"
+                "extern const unsigned char {{NAME}}_weights[];\n"
+                "\n",
+                holes);
+
+    /* Kernels. */
+    int pos = 0;
+    IR_FOR_EACH(g, n) {
+        int here = pos++;
+        const OpInfo *oi = ir_op_info(n->op);
+        if (oi->kind == K_LEAF)
+            continue;
+        char kname[96];
+        snprintf(kname, sizeof kname, "k%03d_%s", here, oi->name);
+        bool ok = oi->kind == K_ELEM ? cgc_emit_elem(&o, n, kname, c->st)
+                                     : cgc_emit_call(&o, n, kname, c->st);
+        if (!ok) {
+            fclose(f);
+            return false;
+        }
+    }
+
+    /* The entry point. */
+    cg_template(&o,
+                "#define TFCC_TRY(call)                                                              \\\n"
+                "    do {                                                                            \\\n"
+                "        tcrt_status s_ = (call);                                                    \\\n"
+                "        if (s_ != TCRT_OK)                                                          \\\n"
+                "            return s_;                                                              \\\n"
+                "    } while (0)\n"
+                "\n"
+                "/* Runs every kernel in order on arena a ({{UNAME}}_ARENA_BYTES bytes). */\n"
+                "static tcrt_status {{NAME}}_run_arena(uint8_t *a)\n"
+                "{\n"
+                "    const unsigned char *w = {{NAME}}_weights;\n"
+                "    (void)a;\n"
+                "    (void)w;\n",
+                holes);
+    o.indent = 1;
+    pos = 0;
+    IR_FOR_EACH(g, n) {
+        int here = pos++;
+        const OpInfo *oi = ir_op_info(n->op);
+        if (oi->kind == K_LEAF)
+            continue;
+        char call[8192];
+        size_t len = (size_t)snprintf(call, sizeof call, "k%03d_%s(", here, oi->name);
+        int n_args_k = 0;
+        for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+            char ptr[128];
+            if (k < n->n_inputs)
+                value_ptr(n->inputs[k], false, ptr, sizeof ptr);
+            else
+                value_ptr((IrValue){(IrNode *)n, k - n->n_inputs}, true, ptr, sizeof ptr);
+            if (len < sizeof call)
+                len += (size_t)snprintf(call + len, sizeof call - len, "%s%s", n_args_k++ ? ", " : "",
+                                        ptr);
+        }
+        if (cgc_has_workspace(n) && len < sizeof call) {
+            if (n->workspace_bytes > 0)
+                len += (size_t)snprintf(call + len, sizeof call - len, ", a + %lld",
+                                        (long long)n->workspace_offset);
+            else
+                len += (size_t)snprintf(call + len, sizeof call - len, ", NULL");
+        }
+        if (len + 2 >= sizeof call) {
+            /* very wide concat: write the arguments directly */
+            cg_printf(&o, "%s", cgc_kernel_returns_status(n) ? "TFCC_TRY(" : "");
+            cg_printf(&o, "k%03d_%s(", here, oi->name);
+            for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+                char ptr[128];
+                if (k < n->n_inputs)
+                    value_ptr(n->inputs[k], false, ptr, sizeof ptr);
+                else
+                    value_ptr((IrValue){(IrNode *)n, k - n->n_inputs}, true, ptr, sizeof ptr);
+                cg_printf(&o, "%s%s", k ? ",\n        " : "", ptr);
+            }
+            cg_printf(&o, ")%s;\n", cgc_kernel_returns_status(n) ? ")" : "");
+            continue;
+        }
+        if (cgc_kernel_returns_status(n))
+            cg_printf(&o, "TFCC_TRY(%s));\n", call);
+        else
+            cg_printf(&o, "%s);\n", call);
+    }
+    cg_printf(&o, "return TCRT_OK;\n");
+    o.indent = 0;
+    cg_printf(&o, "}\n\n");
+
+    /* Signature tables and the model descriptor. */
+    emit_io_table(&o, c->name, "args", c->args, c->n_args);
+    emit_io_table(&o, c->name, "results", c->results, c->n_results);
+    cg_printf(&o, "\nconst tcrt_model %s_model = {\n", c->name);
+    o.indent = 1;
+    cg_printf(&o, ".name = ");
+    cg_c_string(f, c->name);
+    cg_printf(&o, ",\n.n_args = %d,\n.args = %s%s,\n", c->n_args, c->n_args ? c->name : "NULL",
+              c->n_args ? "_args" : "");
+    cg_printf(&o, ".n_results = %d,\n.results = %s%s,\n", c->n_results,
+              c->n_results ? c->name : "NULL", c->n_results ? "_results" : "");
+    cg_printf(&o, ".arena_bytes = %s,\n.weights_bytes = %s,\n.run = %s_run_arena,\n", arena, weights,
+              c->name);
+    o.indent = 0;
+    cg_printf(&o, "};\n\n");
+
+    /* The API. */
+    cg_template(&o,
+                "size_t {{NAME}}_size(void)\n"
+                "{\n"
+                "    return sizeof({{NAME}});\n"
+                "}\n"
+                "\n"
+                "{{NAME}} *{{NAME}}_new(void)\n"
+                "{\n"
+                "    {{NAME}} *m = malloc(sizeof *m);\n"
+                "    if (!m)\n"
+                "        return NULL;\n"
+                "    m->arena = aligned_alloc(64, {{ALLOC}});\n"
+                "    if (!m->arena) {\n"
+                "        free(m);\n"
+                "        return NULL;\n"
+                "    }\n"
+                "    m->owns_arena = 1;\n"
+                "    return m;\n"
+                "}\n"
+                "\n"
+                "void {{NAME}}_free({{NAME}} *m)\n"
+                "{\n"
+                "    if (!m)\n"
+                "        return;\n"
+                "    if (m->owns_arena)\n"
+                "        free(m->arena);\n"
+                "    free(m);\n"
+                "}\n"
+                "\n"
+                "tcrt_status {{NAME}}_init({{NAME}} *m, void *scratch, size_t n)\n"
+                "{\n"
+                "    if (!m || !scratch || n < {{UNAME}}_ARENA_BYTES || ((uintptr_t)scratch & 7) != 0)\n"
+                "        return TCRT_ERR_ARG;\n"
+                "    m->arena = scratch;\n"
+                "    m->owns_arena = 0;\n"
+                "    return TCRT_OK;\n"
+                "}\n"
+                "\n"
+                "tcrt_status {{NAME}}_run({{NAME}} *m)\n"
+                "{\n"
+                "    if (!m || !m->arena)\n"
+                "        return TCRT_ERR_ARG;\n"
+                "    return {{NAME}}_run_arena(m->arena);\n"
+                "}\n"
+                "\n"
+                "const tcrt_model *{{NAME}}_signature(void)\n"
+                "{\n"
+                "    return &{{NAME}}_model;\n"
+                "}\n"
+                "\n"
+                "void *{{NAME}}_arg({{NAME}} *m, int i)\n"
+                "{\n"
+                "    if (!m || !m->arena || i < 0 || i >= {{UNAME}}_NUM_ARGS)\n"
+                "        return NULL;\n",
+                holes);
+    if (c->n_args)
+        cg_printf(&o, "    return m->arena + %s_args[i].offset;\n}\n\n", c->name);
+    else
+        cg_printf(&o, "    return NULL;\n}\n\n");
+    cg_template(&o,
+                "const void *{{NAME}}_result(const {{NAME}} *m, int i)\n"
+                "{\n"
+                "    if (!m || !m->arena || i < 0 || i >= {{UNAME}}_NUM_RESULTS)\n"
+                "        return NULL;\n",
+                holes);
+    if (c->n_results)
+        cg_printf(&o, "    return m->arena + %s_results[i].offset;\n}\n", c->name);
+    else
+        cg_printf(&o, "    return NULL;\n}\n");
+    for (int i = 0; i < c->n_args; i++) {
+        const char *ct = type_or_void(ir_value_type(c->args[i].value)->dtype);
+        cg_printf(&o, "\n%s *%s_arg_%s(%s *m)\n{\n    return (%s *)%s_arg(m, %d);\n}\n", ct, c->name,
+                  c->args[i].ident, c->name, ct, c->name, i);
+        cg_printf(&o, "\n%s *%s_arg%d(%s *m)\n{\n    return (%s *)%s_arg(m, %d);\n}\n", ct, c->name, i,
+                  c->name, ct, c->name, i);
+    }
+    for (int i = 0; i < c->n_results; i++) {
+        const char *ct = type_or_void(ir_value_type(c->results[i].value)->dtype);
+        cg_printf(&o,
+                  "\nconst %s *%s_result_%s(const %s *m)\n{\n    return (const %s *)%s_result(m, %d);\n}\n",
+                  ct, c->name, c->results[i].ident, c->name, ct, c->name, i);
+        cg_printf(&o,
+                  "\nconst %s *%s_result%d(const %s *m)\n{\n    return (const %s *)%s_result(m, %d);\n}\n",
+                  ct, c->name, i, c->name, ct, c->name, i);
+    }
+    return close_out(c, f, path);
+}
+
+/* ---- NAME_main.c ---- */
+
+static bool write_main(Ctx *c)
+{
+    char path[4096];
+    FILE *f = open_out(c, "_main.c", "w", path, sizeof path);
+    if (!f)
+        return false;
+    CgOut o = {f, 0, false};
+    const CgHole holes[] = {{"NAME", c->name}, {"SOURCE", c->source}, {NULL, NULL}};
+    cg_template(&o,
+                "/* Generated by tfcc from {{SOURCE}} - DO NOT EDIT */\n"
+                "/* {{NAME}}_main.c: a standalone executable for {{NAME}}: reads feeds from .npy\n"
+                " * files, runs, writes fetches as .npy (see --help). */\n"
+                "#include \"tcrt.h\"\n"
+                "\n"
+                "extern const tcrt_model {{NAME}}_model;\n"
+                "\n"
+                "int main(int argc, char **argv)\n"
+                "{\n"
+                "    return tcrt_main(&{{NAME}}_model, argc, argv);\n"
+                "}\n",
+                holes);
+    return close_out(c, f, path);
+}
+
+bool cgc_emit(const IrGraph *g, const CgOptions *o, const char *dir, Status *st)
+{
+    if (!st_ok(st))
+        return false;
+    if (!g || !o || !dir)
+        return st_errorf(st, ST_ERROR, "cgc_emit: missing graph, options or directory");
+    if (!is_c_ident(o->name) || strlen(o->name) > 64)
+        return st_errorf(st, ST_ERROR, "model name '%s' is not a C identifier (at most 64 chars)",
+                         o->name ? o->name : "");
+    Ctx c;
+    memset(&c, 0, sizeof c);
+    c.g = g;
+    c.name = o->name;
+    c.dir = dir;
+    c.st = st;
+    size_t i = 0;
+    for (; o->name[i] && i + 1 < sizeof c.uname; i++)
+        c.uname[i] = (char)toupper((unsigned char)o->name[i]);
+    c.uname[i] = '\0';
+    const char *src = o->source_file ? o->source_file : "(unknown)";
+    const char *slash = strrchr(src, '/');
+    cg_comment_text(slash && slash[1] ? slash + 1 : src, c.source, sizeof c.source);
+
+    if (!check_plan(&c))
+        return false;
+    c.n_args = g->n_feeds;
+    c.n_results = g->n_fetches;
+    c.args = xx_malloc(sizeof(IoInfo) * ((size_t)c.n_args + 1));
+    c.results = xx_malloc(sizeof(IoInfo) * ((size_t)c.n_results + 1));
+    bool ok = c.args && c.results;
+    if (!ok)
+        st_errorf(st, ST_NOMEM, "codegen: out of memory");
+    for (int k = 0; ok && k < c.n_args; k++) {
+        c.args[k].name = g->feeds[k].name;
+        c.args[k].value = (IrValue){g->feeds[k].arg, 0};
+    }
+    for (int k = 0; ok && k < c.n_results; k++) {
+        c.results[k].name = g->fetches[k].name;
+        c.results[k].value = g->fetches[k].value;
+    }
+    if (ok) {
+        make_idents(c.args, c.n_args);
+        make_idents(c.results, c.n_results);
+        ok = write_weights(&c) && write_header(&c) && write_source(&c) && write_main(&c);
+    }
+    xx_free(c.args);
+    xx_free(c.results);
+    return ok;
+}

@@ -24,8 +24,8 @@
 
 /* Field of d named name[0..len) (the proto name; with allow_json also the
  * lowerCamelCase JSON name).  NULL when there is none. */
-const ProtobufCFieldDescriptor *fe_pb_field(const ProtobufCMessageDescriptor *d, const char *name,
-                                            size_t len, bool allow_json);
+const ProtobufCFieldDescriptor *fe_pb_field(const ProtobufCMessageDescriptor *d, const char *name, size_t len,
+                                            bool allow_json);
 /* True when f is a map<K,V> field (a repeated XxxEntry message {key=1; value=2}). */
 bool fe_pb_is_map(const ProtobufCFieldDescriptor *f);
 /* A new message of type d (malloc'd, initialized); NULL on OOM. */
@@ -59,21 +59,21 @@ typedef enum JsonType { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARR
 
 typedef struct JsonValue JsonValue;
 typedef struct JsonMember {
-    char *key;                    /* NUL-terminated (may contain NULs: key_len) */
+    char *key; /* NUL-terminated (may contain NULs: key_len) */
     size_t key_len;
     JsonValue *value;
 } JsonMember;
 
 struct JsonValue {
     JsonType type;
-    bool b;                       /* JSON_BOOL */
-    double num;                   /* JSON_NUMBER (also num_text, the literal) */
-    char *str;                    /* JSON_STRING: decoded UTF-8, NUL-terminated; JSON_NUMBER: the literal */
-    size_t len;                   /* bytes in str */
-    size_t n;                     /* elements of items / members */
-    JsonValue **items;            /* JSON_ARRAY */
-    JsonMember *members;          /* JSON_OBJECT, in file order */
-    int line, col;                /* where the value starts */
+    bool b;              /* JSON_BOOL */
+    double num;          /* JSON_NUMBER (also num_text, the literal) */
+    char *str;           /* JSON_STRING: decoded UTF-8, NUL-terminated; JSON_NUMBER: the literal */
+    size_t len;          /* bytes in str */
+    size_t n;            /* elements of items / members */
+    JsonValue **items;   /* JSON_ARRAY */
+    JsonMember *members; /* JSON_OBJECT, in file order */
+    int line, col;       /* where the value starts */
 };
 
 /* Parses a whole JSON text; NULL + "NAME:LINE:COL: invalid JSON: ..." on error. */

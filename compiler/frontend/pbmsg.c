@@ -28,18 +28,31 @@
 static size_t elem_size(ProtobufCType t)
 {
     switch (t) {
-    case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
-    case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32: case PROTOBUF_C_TYPE_ENUM:
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_ENUM:
         return 4;
-    case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
         return 8;
-    case PROTOBUF_C_TYPE_FLOAT: return sizeof(float);
-    case PROTOBUF_C_TYPE_DOUBLE: return sizeof(double);
-    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
-    case PROTOBUF_C_TYPE_STRING: return sizeof(char *);
-    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
-    case PROTOBUF_C_TYPE_MESSAGE: return sizeof(ProtobufCMessage *);
+    case PROTOBUF_C_TYPE_FLOAT:
+        return sizeof(float);
+    case PROTOBUF_C_TYPE_DOUBLE:
+        return sizeof(double);
+    case PROTOBUF_C_TYPE_BOOL:
+        return sizeof(protobuf_c_boolean);
+    case PROTOBUF_C_TYPE_STRING:
+        return sizeof(char *);
+    case PROTOBUF_C_TYPE_BYTES:
+        return sizeof(ProtobufCBinaryData);
+    case PROTOBUF_C_TYPE_MESSAGE:
+        return sizeof(ProtobufCMessage *);
     }
     return 8;
 }
@@ -47,10 +60,16 @@ static size_t elem_size(ProtobufCType t)
 bool fe_pb_is_integer_type(ProtobufCType t)
 {
     switch (t) {
-    case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
-    case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32:
-    case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
         return true;
     default:
         return false;
@@ -83,8 +102,8 @@ static bool json_name_eq(const char *proto, const char *key, size_t len)
     return k == len;
 }
 
-const ProtobufCFieldDescriptor *fe_pb_field(const ProtobufCMessageDescriptor *d, const char *name,
-                                            size_t len, bool allow_json)
+const ProtobufCFieldDescriptor *fe_pb_field(const ProtobufCMessageDescriptor *d, const char *name, size_t len,
+                                            bool allow_json)
 {
     for (unsigned i = 0; i < d->n_fields; i++) {
         const ProtobufCFieldDescriptor *f = &d->fields[i];
@@ -179,7 +198,8 @@ void *fe_pb_slot(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
         uint32_t *cs = &MEMBER(m, f->quantifier_offset, uint32_t);
         if (*cs != f->id) {
             if (*cs != 0) {
-                const ProtobufCFieldDescriptor *old = protobuf_c_message_descriptor_get_field(m->descriptor, *cs);
+                const ProtobufCFieldDescriptor *old =
+                    protobuf_c_message_descriptor_get_field(m->descriptor, *cs);
                 if (old)
                     free_value(slot, old);
             }
@@ -227,23 +247,29 @@ const char *fe_pb_set_int(void *slot, const ProtobufCFieldDescriptor *f, bool ne
     if (mag == 0)
         neg = false;
     switch (f->type) {
-    case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32:
     case PROTOBUF_C_TYPE_ENUM:
         if (neg ? mag > (uint64_t)INT32_MAX + 1 : mag > INT32_MAX)
             return "integer out of range for int32";
         *(int32_t *)slot = neg ? (int32_t)(-(int64_t)mag) : (int32_t)mag;
         return NULL;
-    case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32:
         if (neg || mag > UINT32_MAX)
             return "integer out of range for uint32";
         *(uint32_t *)slot = (uint32_t)mag;
         return NULL;
-    case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
         if (neg ? mag > (uint64_t)INT64_MAX + 1 : mag > INT64_MAX)
             return "integer out of range for int64";
         *(int64_t *)slot = neg ? (mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;
         return NULL;
-    case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
         if (neg)
             return "integer out of range for uint64";
         *(uint64_t *)slot = mag;

@@ -30,7 +30,7 @@ typedef enum { T_EOF, T_IDENT, T_NUM, T_STR, T_PUNCT } TokKind;
 
 typedef struct Tok {
     TokKind kind;
-    const char *s;                /* points into the source */
+    const char *s; /* points into the source */
     size_t n;
     int line, col;
 } Tok;
@@ -58,7 +58,8 @@ static bool perr(Parser *p, const Tok *t, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return st_errorf(p->st, ST_ERROR, "%s:%d:%d: %s", p->name, t ? t->line : p->line, t ? t->col : p->col, msg);
+    return st_errorf(p->st, ST_ERROR, "%s:%d:%d: %s", p->name, t ? t->line : p->line, t ? t->col : p->col,
+                     msg);
 }
 
 static bool nomem(Parser *p)
@@ -110,9 +111,18 @@ static void advance_char(Parser *p)
     p->pos++;
 }
 
-static bool is_ident_start(int c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-static bool is_ident_char(int c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
-static bool is_digit(int c) { return c >= '0' && c <= '9'; }
+static bool is_ident_start(int c)
+{
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+static bool is_ident_char(int c)
+{
+    return is_ident_start(c) || (c >= '0' && c <= '9');
+}
+static bool is_digit(int c)
+{
+    return c >= '0' && c <= '9';
+}
 
 /* Lexes the next token into p->tok. */
 static bool next(Parser *p)
@@ -183,30 +193,50 @@ static bool next(Parser *p)
     return true;
 }
 
-static bool is_punct(const Tok *t, char c) { return t->kind == T_PUNCT && t->s[0] == c; }
+static bool is_punct(const Tok *t, char c)
+{
+    return t->kind == T_PUNCT && t->s[0] == c;
+}
 
-static bool tok_eq(const Tok *t, const char *s) { return strlen(s) == t->n && memcmp(t->s, s, t->n) == 0; }
+static bool tok_eq(const Tok *t, const char *s)
+{
+    return strlen(s) == t->n && memcmp(t->s, s, t->n) == 0;
+}
 
 /* ---- strings ------------------------------------------------------------- */
 
 static int hexval(int c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
     return -1;
 }
 
 static size_t put_utf8(char *o, uint32_t cp)
 {
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
-    if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 63)); return 2; }
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 63));
+        return 2;
+    }
     if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 63)); o[2] = (char)(0x80 | (cp & 63));
+        o[0] = (char)(0xE0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 63));
+        o[2] = (char)(0x80 | (cp & 63));
         return 3;
     }
-    o[0] = (char)(0xF0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 63));
-    o[2] = (char)(0x80 | ((cp >> 6) & 63)); o[3] = (char)(0x80 | (cp & 63));
+    o[0] = (char)(0xF0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 63));
+    o[2] = (char)(0x80 | ((cp >> 6) & 63));
+    o[3] = (char)(0x80 | (cp & 63));
     return 4;
 }
 
@@ -227,15 +257,35 @@ static bool decode_string(Parser *p, const Tok *t, char *out, size_t *len)
             return perr(p, t, "unterminated escape in string");
         c = s[i];
         switch (c) {
-        case 'n': out[k++] = '\n'; break;
-        case 't': out[k++] = '\t'; break;
-        case 'r': out[k++] = '\r'; break;
-        case 'a': out[k++] = '\a'; break;
-        case 'b': out[k++] = '\b'; break;
-        case 'f': out[k++] = '\f'; break;
-        case 'v': out[k++] = '\v'; break;
-        case '\\': case '\'': case '"': case '?': out[k++] = c; break;
-        case 'x': case 'X': {
+        case 'n':
+            out[k++] = '\n';
+            break;
+        case 't':
+            out[k++] = '\t';
+            break;
+        case 'r':
+            out[k++] = '\r';
+            break;
+        case 'a':
+            out[k++] = '\a';
+            break;
+        case 'b':
+            out[k++] = '\b';
+            break;
+        case 'f':
+            out[k++] = '\f';
+            break;
+        case 'v':
+            out[k++] = '\v';
+            break;
+        case '\\':
+        case '\'':
+        case '"':
+        case '?':
+            out[k++] = c;
+            break;
+        case 'x':
+        case 'X': {
             int v = 0, nd = 0;
             while (nd < 2 && i + 1 < n && hexval(s[i + 1]) >= 0) {
                 v = v * 16 + hexval(s[++i]);
@@ -246,7 +296,8 @@ static bool decode_string(Parser *p, const Tok *t, char *out, size_t *len)
             out[k++] = (char)v;
             break;
         }
-        case 'u': case 'U': {
+        case 'u':
+        case 'U': {
             int want = c == 'u' ? 4 : 8;
             uint32_t cp = 0;
             for (int d = 0; d < want; d++) {
@@ -335,7 +386,8 @@ static bool parse_scalar(Parser *p, ProtobufCMessage *m, const ProtobufCFieldDes
     Tok at = p->tok;
     if (f->type == PROTOBUF_C_TYPE_STRING || f->type == PROTOBUF_C_TYPE_BYTES) {
         if (p->tok.kind != T_STR)
-            return perr(p, &at, "expected string for field '%s', found %s", f->name, describe(&at, buf, sizeof buf));
+            return perr(p, &at, "expected string for field '%s', found %s", f->name,
+                        describe(&at, buf, sizeof buf));
         char *s;
         size_t n;
         if (!read_strings(p, &s, &n))
@@ -350,7 +402,7 @@ static bool parse_scalar(Parser *p, ProtobufCMessage *m, const ProtobufCFieldDes
             char **sp = slot;
             if (*sp && *sp != (const char *)f->default_value && *sp != protobuf_c_empty_string)
                 free(*sp);
-            *sp = s;          /* take ownership: already NUL-terminated */
+            *sp = s; /* take ownership: already NUL-terminated */
             err = NULL;
         } else {
             err = fe_pb_set_bytes(slot, f, (const uint8_t *)s, n);
@@ -380,7 +432,8 @@ static bool parse_scalar(Parser *p, ProtobufCMessage *m, const ProtobufCFieldDes
                 return next(p);
             }
         }
-        return perr(p, &t, "unknown enum value '%.*s' for field '%s'", (int)(t.n > 100 ? 100 : t.n), t.s, f->name);
+        return perr(p, &t, "unknown enum value '%.*s' for field '%s'", (int)(t.n > 100 ? 100 : t.n), t.s,
+                    f->name);
     }
     if (f->type == PROTOBUF_C_TYPE_BOOL && t.kind == T_IDENT && !neg) {
         bool v;
@@ -389,7 +442,8 @@ static bool parse_scalar(Parser *p, ProtobufCMessage *m, const ProtobufCFieldDes
         else if (tok_eq(&t, "false") || tok_eq(&t, "False") || tok_eq(&t, "f"))
             v = false;
         else
-            return perr(p, &t, "expected true or false for field '%s', found %s", f->name, describe(&t, buf, sizeof buf));
+            return perr(p, &t, "expected true or false for field '%s', found %s", f->name,
+                        describe(&t, buf, sizeof buf));
         void *slot = fe_pb_slot(m, f);
         if (!slot)
             return nomem(p);
@@ -403,7 +457,8 @@ static bool parse_scalar(Parser *p, ProtobufCMessage *m, const ProtobufCFieldDes
         else if (ident_ieq(&t, "nan"))
             v = NAN;
         else
-            return perr(p, &t, "expected number for field '%s', found %s", f->name, describe(&t, buf, sizeof buf));
+            return perr(p, &t, "expected number for field '%s', found %s", f->name,
+                        describe(&t, buf, sizeof buf));
         void *slot = fe_pb_slot(m, f);
         if (!slot)
             return nomem(p);
@@ -411,11 +466,12 @@ static bool parse_scalar(Parser *p, ProtobufCMessage *m, const ProtobufCFieldDes
         return next(p);
     }
     if (t.kind != T_NUM) {
-        const char *what = f->type == PROTOBUF_C_TYPE_BOOL ? "true or false"
-                           : fe_pb_is_float_type(f->type) ? "number"
+        const char *what = f->type == PROTOBUF_C_TYPE_BOOL   ? "true or false"
+                           : fe_pb_is_float_type(f->type)    ? "number"
                            : f->type == PROTOBUF_C_TYPE_ENUM ? "enum value"
                                                              : "integer";
-        return perr(p, &t, "expected %s for field '%s', found %s", what, f->name, describe(&t, buf, sizeof buf));
+        return perr(p, &t, "expected %s for field '%s', found %s", what, f->name,
+                    describe(&t, buf, sizeof buf));
     }
     if (t.n >= sizeof buf)
         return perr(p, &t, "number too long for field '%s'", f->name);
@@ -442,14 +498,16 @@ static bool parse_scalar(Parser *p, ProtobufCMessage *m, const ProtobufCFieldDes
     }
     memcpy(buf, t.s, t.n);
     size_t n = t.n;
-    if (n > 1 && (buf[n - 1] == 'f' || buf[n - 1] == 'F') && !(n > 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X')))
+    if (n > 1 && (buf[n - 1] == 'f' || buf[n - 1] == 'F') &&
+        !(n > 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X')))
         n--;
     buf[n] = 0;
     char *end;
     errno = 0;
     double v = strtod(buf, &end);
     if (end != buf + n || n == 0)
-        return perr(p, &t, "expected number for field '%s', found %s", f->name, describe(&t, buf, sizeof buf));
+        return perr(p, &t, "expected number for field '%s', found %s", f->name,
+                    describe(&t, buf, sizeof buf));
     void *slot = fe_pb_slot(m, f);
     if (!slot)
         return nomem(p);
@@ -469,7 +527,8 @@ static bool parse_message_value(Parser *p, ProtobufCMessage *m, const ProtobufCF
     else if (is_punct(&p->tok, '<'))
         close = '>';
     else
-        return perr(p, &p->tok, "expected '{' for field '%s', found %s", f->name, describe(&p->tok, buf, sizeof buf));
+        return perr(p, &p->tok, "expected '{' for field '%s', found %s", f->name,
+                    describe(&p->tok, buf, sizeof buf));
     if (p->depth >= FE_MAX_DEPTH)
         return perr(p, &p->tok, "messages nested deeper than %d levels", FE_MAX_DEPTH);
     void *slot = fe_pb_slot(m, f);
@@ -518,8 +577,8 @@ static bool skip_value(Parser *p, bool had_colon, const Tok *name)
     if (is_punct(&p->tok, '{') || is_punct(&p->tok, '<') || is_punct(&p->tok, '['))
         return skip_block(p);
     if (!had_colon)
-        return perr(p, &p->tok, "expected ':' or '{' after field '%.*s', found %s", (int)(name->n > 100 ? 100 : name->n),
-                    name->s, describe(&p->tok, buf, sizeof buf));
+        return perr(p, &p->tok, "expected ':' or '{' after field '%.*s', found %s",
+                    (int)(name->n > 100 ? 100 : name->n), name->s, describe(&p->tok, buf, sizeof buf));
     if (is_punct(&p->tok, '-') && !next(p))
         return false;
     if (p->tok.kind == T_STR) {
@@ -550,14 +609,14 @@ static bool parse_message(Parser *p, ProtobufCMessage *m, char close)
         const ProtobufCFieldDescriptor *f = NULL;
         Tok name = t;
         if (is_punct(&t, '[')) {
-            /* extension or Any type URL: [a.b.c] or [type.googleapis.com/x.Y] */
-            do {
-                if (!next(p))
-                    return false;
-                if (p->tok.kind == T_EOF)
-                    return perr(p, &t, "unterminated '[' in field name");
-            } while (!is_punct(&p->tok, ']'));
-            name.n = (size_t)(p->tok.s + 1 - t.s);
+            /* extension or Any type URL: [a.b.c] or [type.googleapis.com/x.Y]:
+             * read raw up to ']' (the characters are no tokens of ours) */
+            while (p->pos < p->n && p->src[p->pos] != ']' && p->src[p->pos] != '\n')
+                advance_char(p);
+            if (p->pos >= p->n || p->src[p->pos] != ']')
+                return perr(p, &t, "unterminated '[' in field name");
+            advance_char(p);
+            name.n = (size_t)(p->src + p->pos - t.s);
         } else if (t.kind != T_IDENT) {
             return perr(p, &t, "expected field name, found %s", describe(&t, buf, sizeof buf));
         } else {
@@ -585,7 +644,8 @@ static bool parse_message(Parser *p, ProtobufCMessage *m, char close)
                     return false;
             } else {
                 for (;;) {
-                    bool ok = f->type == PROTOBUF_C_TYPE_MESSAGE ? parse_message_value(p, m, f) : parse_scalar(p, m, f);
+                    bool ok = f->type == PROTOBUF_C_TYPE_MESSAGE ? parse_message_value(p, m, f)
+                                                                 : parse_scalar(p, m, f);
                     if (!ok)
                         return false;
                     if (is_punct(&p->tok, ']')) {
@@ -594,8 +654,8 @@ static bool parse_message(Parser *p, ProtobufCMessage *m, char close)
                         break;
                     }
                     if (!is_punct(&p->tok, ','))
-                        return perr(p, &p->tok, "expected ',' or ']' in list for field '%s', found %s", f->name,
-                                    describe(&p->tok, buf, sizeof buf));
+                        return perr(p, &p->tok, "expected ',' or ']' in list for field '%s', found %s",
+                                    f->name, describe(&p->tok, buf, sizeof buf));
                     if (!next(p))
                         return false;
                 }
@@ -618,12 +678,15 @@ static bool parse_message(Parser *p, ProtobufCMessage *m, char close)
 ProtobufCMessage *fe_pbtxt_parse(const ProtobufCMessageDescriptor *desc, const char *text, size_t n,
                                  const char *name, Status *st)
 {
-    Parser p = {.src = text, .n = text ? n : 0, .line = 1, .col = 1, .name = name ? name : "<input>", .st = st};
+    Parser p = {
+        .src = text, .n = text ? n : 0, .line = 1, .col = 1, .name = name ? name : "<input>", .st = st};
     ProtobufCMessage *m = fe_pb_new(desc);
     if (!m) {
         st_errorf(st, ST_NOMEM, "%s: out of memory", p.name);
         return NULL;
     }
+    if (p.n >= 3 && memcmp(p.src, "\xEF\xBB\xBF", 3) == 0)
+        p.pos = 3; /* UTF-8 byte order mark */
     if (!next(&p) || !parse_message(&p, m, 0)) {
         if (!p.failed)
             st_errorf(st, ST_ERROR, "%s: text format parse failed", p.name);

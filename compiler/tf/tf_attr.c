@@ -122,7 +122,7 @@ static const Tensorflow__AttrValue *find_attr(TfCtx *c, const char *name)
     return NULL;
 }
 
-/* Finds "name=value" in the row's defaults; sets *v/*len to the value text. */
+/* Finds "name=value" in the row's defaults; sets *v and *len to the value text. */
 static bool find_default(TfCtx *c, const char *name, const char **v, size_t *len)
 {
     const char *s = c->row ? c->row->defaults : NULL;

@@ -249,8 +249,9 @@ static bool build_map(Importer *im)
 /* Resolves "name:k" to (node, k); false with a message naming `what`. */
 static bool resolve(Importer *im, const char *s, int *node, int *index)
 {
+    char small[256];
     size_t n = strlen(s) + 1;
-    char *buf = arena_alloc(&im->scratch, n);
+    char *buf = n <= sizeof small ? small : arena_alloc(&im->scratch, n);
     if (!buf)
         return st_errorf(im->st, ST_NOMEM, "out of memory");
     if (!tf_parse_tensor_name(s, buf, n, index))
@@ -573,7 +574,6 @@ static bool lower_all(Importer *im)
 
 static bool add_fetches(Importer *im)
 {
-    ir_graph_set_origin(im->g, NULL, NULL);
     for (int f = 0; f < im->o->n_fetches; f++) {
         const char *fetch = im->o->fetches[f];
         int j, k;
@@ -627,6 +627,5 @@ IrGraph *tf_import(const Tensorflow__GraphDef *gd, const TfImportOptions *o, Sta
         return NULL;
     }
     im.g->fold_on_build = false;
-    ir_graph_set_origin(im.g, NULL, NULL);
     return im.g;
 }

@@ -60,6 +60,7 @@ static bool need_inputs(TfCtx *c, int n_in, int want)
 /* Normalizes a possibly negative axis against rank (valid: [-rank, rank)). */
 static bool norm_axis(TfCtx *c, const char *field, int64_t axis, int rank, int *out)
 {
+    *out = 0;
     if (axis < -rank || axis >= rank)
         return tf_errorf(c, "%s %lld out of range for rank %d", field, (long long)axis, rank);
     *out = (int)(axis < 0 ? axis + rank : axis);
@@ -74,7 +75,7 @@ static bool const_int1(TfCtx *c, IrValue v, const char *what, int64_t *out)
     if (!tf_const_ints(c, v, what, buf, 1, &n))
         return false;
     if (n != 1)
-        return tf_errorf(c, "input '%s' must hold one value, got %d", what, n);
+        return tf_errorf(c, "%s must be a scalar, got %d values", what, n);
     *out = buf[0];
     return true;
 }
@@ -83,9 +84,9 @@ static bool const_int1(TfCtx *c, IrValue v, const char *what, int64_t *out)
 static bool const_num1(TfCtx *c, IrValue v, const char *what, double *out)
 {
     if (!ir_is_const(v))
-        return tf_errorf(c, "input '%s' must be a constant", what);
+        return tf_errorf(c, "%s must be a constant", what);
     if (ir_shape_count(&ir_value_type(v)->shape) != 1 || !ir_const_scalar(v, out))
-        return tf_errorf(c, "input '%s' must be a scalar", what);
+        return tf_errorf(c, "%s must be a scalar", what);
     return true;
 }
 
@@ -162,7 +163,8 @@ static bool lower_identity(TfCtx *c, const IrValue *in, int n_in, IrValue *out, 
 
 static bool lower_identity_n(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    (void)c;
+    if (n_in > TF_MAX_OUTPUTS)
+        return tf_errorf(c, "%d inputs, more than the %d outputs supported", n_in, TF_MAX_OUTPUTS);
     for (int i = 0; i < n_in; i++)
         out[i] = in[i];
     *n_out = n_in;
@@ -317,6 +319,8 @@ static bool lower_shape_n(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
     tcrt_dtype dt;
     if (!out_int_type(c, &dt))
         return false;
+    if (n_in > TF_MAX_OUTPUTS)
+        return tf_errorf(c, "%d inputs, more than the %d outputs supported", n_in, TF_MAX_OUTPUTS);
     for (int i = 0; i < n_in; i++)
         if (!ok(out[i] = shape_const(c, in[i], dt)))
             return false;
@@ -423,7 +427,10 @@ static bool lower_range(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int
     if (delta < 0 && start < limit)
         return tf_errorf(c, "start %g < limit %g with delta %g < 0", start, limit, delta);
     double len;
-    if (is_float(dt)) {
+    if (dt == TCRT_F32) {
+        /* TF computes the length in T's precision */
+        len = ceilf(fabsf(((float)limit - (float)start) / (float)delta));
+    } else if (is_float(dt)) {
         len = ceil(fabs((limit - start) / delta));
     } else {
         /* TF's integer formula: (|limit-start| + |delta| - 1) / |delta| */
@@ -623,7 +630,7 @@ static bool lower_split_v(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
     int64_t axis64, num;
     int axis, n = 0;
     char a[128], b[256];
-    static int64_t sizes[TF_MAX_OUTPUTS]; /* too big for the stack comfortably; import is single-threaded per graph */
+    int64_t sizes[TF_MAX_OUTPUTS];
     if (!need_inputs(c, n_in, 3) || !const_int1(c, in[2], "split_dim", &axis64) ||
         !tf_attr_int(c, "num_split", &num))
         return false;
@@ -726,8 +733,8 @@ static bool lower_strided_slice(TfCtx *c, const IrValue *in, int n_in, IrValue *
         m_ell |= (int64_t)1 << sparse_dims++;
 
     /* Step 2: dense spec, one entry per input dim. */
-    int64_t begin[IR_MAX_RANK], end[IR_MAX_RANK], stride[IR_MAX_RANK];
-    bool bmask[IR_MAX_RANK], emask[IR_MAX_RANK], shrink[IR_MAX_RANK];
+    int64_t begin[IR_MAX_RANK] = {0}, end[IR_MAX_RANK] = {0}, stride[IR_MAX_RANK] = {0};
+    bool bmask[IR_MAX_RANK] = {false}, emask[IR_MAX_RANK] = {false}, shrink[IR_MAX_RANK] = {false};
     int gather[MAX_SPEC + IR_MAX_RANK + 1], n_gather = 0, full = 0;
     for (int i = 0; i < sparse_dims; i++) {
         if (m_ell >> i & 1) {
@@ -1107,9 +1114,9 @@ static bool lower_prod(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int 
     return reduce_common(c, in, n_in, out, n_out, OP_REDUCE_PROD, false);
 }
 
-/* All = min over 0/1 ints, Any = max; an empty reduction gives 1 (All) or 0 (Any)
- * as TF, because the reference kernels start min at +max and max at -max...
- * which is why empty reductions are handled explicitly below. */
+/* All = min over a 0/1 int32 copy, Any = max, cast back to bool.  A reduction
+ * over an empty dim gives the identity of and/or (true/false), as TF; it is
+ * built directly instead of trusting the kernels' empty-min/max values. */
 static bool bool_reduce(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out, bool is_all)
 {
     int64_t mask, count;
@@ -1353,7 +1360,7 @@ const TfOpRow tf_ops_array[] = {
     {"IdentityN", lower_identity_n, "", "(none)"},
     {"StopGradient", lower_identity, "", "(none)"},
     {"Snapshot", lower_identity, "", "(none)"},
-    {"PreventGradient", lower_identity, "message=", "(none)"},
+    {"PreventGradient", lower_identity, "", "(none)"},
     {"NoOp", lower_noop, "", "(none)"},
     {"Reshape", lower_reshape, "Tshape=DT_INT32", "copy"},
     {"Squeeze", lower_squeeze, "squeeze_dims=[]", "copy"},
@@ -1383,7 +1390,7 @@ const TfOpRow tf_ops_array[] = {
     {"BroadcastTo", lower_broadcast_to, "Tidx=DT_INT32", "broadcast"},
     {"GatherV2", lower_gather_v2, "batch_dims=0", "gather"},
     {"Gather", lower_gather, "validate_indices=true", "gather"},
-    {"GatherNd", lower_gather_nd, "bad_indices_policy=", "gather_nd"},
+    {"GatherNd", lower_gather_nd, "", "gather_nd"},
     {"Sum", lower_sum, "keep_dims=false;Tidx=DT_INT32", "reduce_sum"},
     {"Mean", lower_mean, "keep_dims=false;Tidx=DT_INT32", "reduce_sum + div"},
     {"Max", lower_max, "keep_dims=false;Tidx=DT_INT32", "reduce_max"},

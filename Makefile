@@ -1,0 +1,64 @@
+# Thin wrapper around meson/ninja (the real build is meson.build).
+#
+#   make            install missing packages (first time), configure build/, build
+#   make test       build, run the whole suite, print Check's closing lines
+#   make test-asan  the same suite in build-asan/ under AddressSanitizer + UBSan
+#   make demo       compile a real face model with tfcc and run it on a photo (scripts/demo.sh)
+#   make bench      compile-time, run-time and memory benchmarks -> benchmarks/RESULTS.md
+#   make docs       regenerate docs/ops.md from the op tables
+#   make clean      remove build directories and demo output
+#
+# Variables: MESON_TEST_ARGS (extra args for `meson test`, e.g. --suite unit).
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+MESON_TEST_ARGS ?=
+SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
+REAL_CC    := $(shell command -v cc || echo /usr/bin/cc)
+
+.PHONY: all setup test test-asan demo bench docs clean
+
+all: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+setup:
+	scripts/setup.sh
+
+# Configuring is the "setup needed" stamp: a fresh checkout gets its packages first.
+$(BUILD)/build.ninja:
+	scripts/setup.sh --no-node
+	meson setup $(BUILD)
+
+test: all
+	@rc=0; meson test -C $(BUILD) --print-errorlogs $(MESON_TEST_ARGS) || rc=$$?; \
+	scripts/check_lines.sh $(BUILD)/meson-logs/testlog.txt; exit $$rc
+
+# Generated executables link the sanitized runtime from build-asan, so the C compiler
+# that tfcc calls (`cc`, found on PATH) needs the sanitizer flags too: a `cc` wrapper that
+# adds them goes first on PATH while the tests run.
+$(ASAN_BUILD)/build.ninja:
+	scripts/setup.sh --no-node
+	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
+
+test-asan: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	@mkdir -p $(ASAN_BUILD)/ccwrap; \
+	printf '#!/bin/sh\nexec %s %s "$$@"\n' '$(REAL_CC)' '$(SAN_FLAGS)' > $(ASAN_BUILD)/ccwrap/cc; \
+	chmod +x $(ASAN_BUILD)/ccwrap/cc
+	@rc=0; PATH="$(abspath $(ASAN_BUILD))/ccwrap:$$PATH" \
+	ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 4 $(MESON_TEST_ARGS) || rc=$$?; \
+	scripts/check_lines.sh $(ASAN_BUILD)/meson-logs/testlog.txt; exit $$rc
+
+demo:
+	scripts/demo.sh
+
+bench: all
+	benchmarks/run.sh
+
+docs: all
+	mkdir -p docs
+	$(BUILD)/compiler/tfcc ops --markdown > docs/ops.md
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) demo-out
