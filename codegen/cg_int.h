@@ -8,6 +8,7 @@
 #define CODEGEN_CG_INT_H
 
 #include "codegen/codegen.h"
+#include "passes/passes.h"
 
 /* ---- cg_util.c ---- */
 
@@ -38,7 +39,17 @@ void cg_double_lit(double v, char *buf, size_t n);
  * (T *restrict), then for a fast f32 CONV2D a workspace (uint8_t *).
  * cgc_kernel_returns_status says whether the kernel returns tcrt_status
  * (call kernels) or void (elementwise loops). */
-bool cgc_emit_elem(CgOut *o, const IrNode *n, const char *kname, Status *st);
+/* A fused elementwise kernel: members in schedule order (the last is the
+ * root, whose output is the kernel's; the others have out[0].offset ==
+ * PASS_OFFSET_FUSED), and the values they read from outside the group, in
+ * first-use order (the kernel's parameters, before the output). */
+typedef struct CgcElemGroup {
+    const IrNode **members;
+    int n_members;
+    IrValue *ext;
+    int n_ext;
+} CgcElemGroup;
+bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status *st);
 bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st);
 bool cgc_kernel_returns_status(const IrNode *n);
 bool cgc_has_workspace(const IrNode *n);

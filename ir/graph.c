@@ -188,9 +188,9 @@ bool ir_shape_count_checked(const IrShape *s, int64_t *out)
         if (v == 0)
             zero = true;
         else if (!zero) {
-            n *= v;
-            if (n > IR_MAX_ELEMENTS)
+            if (n > IR_MAX_ELEMENTS / v) /* n * v would pass the limit (or overflow) */
                 return false;
+            n *= v;
         }
     }
     if (out)

@@ -16,6 +16,11 @@
  * A COPY whose input buffer is not pinned and dies at the COPY shares that
  * buffer (reshape in place; the emitted memcpy is skipped when the
  * addresses are equal).
+ * Fusion: an elementwise node whose one consumer node is elementwise with
+ * the same output shape, and that is not fetched, gets no buffer
+ * (out[0].offset = PASS_OFFSET_FUSED): codegen computes it inside its
+ * consumer's loop.  Its inputs are then read at the position of the chain's
+ * last node (its fusion root), so their lifetimes extend to there.
  * A fetched CONST gets a COPY node (data must be in the arena, where
  * results live).  CONST nodes still used get 64-byte aligned offsets in the
  * weights blob (out[0].offset).  Sets g->arena_bytes (rounded up to 64),
@@ -123,6 +128,45 @@ static int64_t conv_workspace(const IrNode *n)
     return (int64_t)tcrt_fast_conv2d_workspace(in, n->n_inputs, &out, &p);
 }
 
+static bool is_elem(const IrNode *n)
+{
+    return ir_op_info(n->op)->kind == K_ELEM && n->n_outputs == 1;
+}
+
+/* Marks elementwise nodes that run inside their consumer's loop (see the
+ * file comment) in is_fused, and sets eff[id], the position at which node
+ * id's inputs are read: its own, or its fusion root's. */
+static bool plan_fusion(IrGraph *g, const int *pos, int n_ids, bool *is_fused, int *eff,
+                        PassCtx *cx)
+{
+    IrNode **consumer = arena_alloc(&cx->scratch, sizeof(IrNode *) * ((size_t)n_ids + 1));
+    bool *is_shared = arena_alloc(&cx->scratch, (size_t)n_ids + 1); /* fetched or 2+ consumers */
+    if (!consumer || !is_shared)
+        return false;
+    IR_FOR_EACH(g, n) {
+        for (int k = 0; k < n->n_inputs; k++) {
+            int id = n->inputs[k].node->id;
+            if (consumer[id] && consumer[id] != n)
+                is_shared[id] = true;
+            consumer[id] = n;
+        }
+    }
+    for (int i = 0; i < g->n_fetches; i++)
+        if (g->fetches[i].value.node)
+            is_shared[g->fetches[i].value.node->id] = true;
+    /* Reverse order: a consumer's eff is known before its producers'. */
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        IrNode *n = g->nodes[i];
+        if (n->dead)
+            continue;
+        IrNode *c = consumer[n->id];
+        is_fused[n->id] = is_elem(n) && c && !is_shared[n->id] && is_elem(c) &&
+                          ir_shape_eq(&n->out[0].type.shape, &c->out[0].type.shape);
+        eff[n->id] = is_fused[n->id] ? eff[c->id] : pos[n->id];
+    }
+    return true;
+}
+
 PassResult pass_memplan(IrGraph *g, PassCtx *cx)
 {
     Status *st = cx->st;
@@ -136,7 +180,9 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
     int *pos = arena_alloc(&cx->scratch, sizeof(int) * ((size_t)n_ids + 1));
     int *base = arena_alloc(&cx->scratch, sizeof(int) * ((size_t)n_ids + 1));
     bool *is_used = arena_alloc(&cx->scratch, (size_t)n_ids + 1);
-    if (!pos || !base || !is_used)
+    bool *is_fused = arena_alloc(&cx->scratch, (size_t)n_ids + 1);
+    int *eff = arena_alloc(&cx->scratch, sizeof(int) * ((size_t)n_ids + 1));
+    if (!pos || !base || !is_used || !is_fused || !eff)
         goto nomem;
 
     /* Schedule positions and buffer count. */
@@ -155,6 +201,8 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
         if (n->op != OP_CONST)
             n_bufs += n->n_outputs + (n->op == OP_CONV2D);
     }
+    if (!plan_fusion(g, pos, n_ids, is_fused, eff, cx))
+        goto nomem;
     Buf *bufs = arena_alloc(&cx->scratch, sizeof(Buf) * ((size_t)n_bufs + 1));
     Buf **order = arena_alloc(&cx->scratch, sizeof(Buf *) * ((size_t)n_bufs + 1));
     Buf **overlap = arena_alloc(&cx->scratch, sizeof(Buf *) * ((size_t)n_bufs + 1));
@@ -163,8 +211,8 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
 
     /* Lifetimes: from the producer to the last consumer. */
     IR_FOR_EACH(g, n) {
-        if (n->op == OP_CONST)
-            continue;
+        if (n->op == OP_CONST || is_fused[n->id])
+            continue; /* no buffer */
         int b = base[n->id];
         for (int k = 0; k < n->n_outputs; k++) {
             Buf *x = &bufs[b + k];
@@ -197,11 +245,11 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
                 return PASS_FAILED;
             }
             is_used[p->id] = true;
-            if (p->op == OP_CONST)
+            if (p->op == OP_CONST || is_fused[p->id])
                 continue;
             Buf *x = &bufs[base[p->id] + n->inputs[k].index];
-            if (pos[n->id] > x->end)
-                x->end = pos[n->id];
+            if (eff[n->id] > x->end)
+                x->end = eff[n->id];
         }
     }
     for (int i = 0; i < g->n_fetches; i++) {
@@ -282,6 +330,10 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
             b->node->out[b->out].offset = b->offset;
         else
             b->node->workspace_offset = b->offset;
+    }
+    IR_FOR_EACH(g, n) {
+        if (is_fused[n->id])
+            n->out[0].offset = PASS_OFFSET_FUSED;
     }
 
     /* Weights: every used CONST at a 64-byte aligned offset, in node order. */

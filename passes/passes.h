@@ -35,8 +35,13 @@ PassResult pass_cse(IrGraph *g, PassCtx *cx);
 PassResult pass_dce(IrGraph *g, PassCtx *cx);
 /* memplan.c: one arena; args and results pinned, intermediates reuse dead
  * buffers (greedy best fit in schedule order); CONST data gets offsets in the
- * weights blob; CONV2D workspaces sized by tcrt_fast_conv2d_workspace. */
+ * weights blob; CONV2D workspaces sized by tcrt_fast_conv2d_workspace.
+ * An elementwise node whose only consumer is an elementwise node of the same
+ * output shape (and that is not fetched) is fused: it gets no buffer, its
+ * out[0].offset is PASS_OFFSET_FUSED, and codegen computes it inside the
+ * consumer's loop. */
 PassResult pass_memplan(IrGraph *g, PassCtx *cx);
+#define PASS_OFFSET_FUSED ((int64_t)-2)
 
 const PassInfo *pass_pipeline(int *n);
 const PassInfo *pass_find(const char *name);

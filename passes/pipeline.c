@@ -8,7 +8,8 @@
  * "after pass 'cse': <verifier message>"; and with dump_after equal to the
  * pass name or "all" writes dump_dir/NN-<pass>.ir (ir_print with data
  * summarized) and NN-<pass>.dot, where NN is the pass's 1-based position in
- * the table.  Passes themselves never print, read flags or the environment.
+ * the table.  Unknown pass names in the options are errors.  Passes
+ * themselves never print, read flags or the environment.
  * Invariants: the table order is the run order; a failed pass stops the run.
  */
 #include "passes/passes.h"
@@ -101,9 +102,38 @@ static bool wants_dump(const PipelineOptions *o, const char *name)
            (strcmp(o->dump_after, "all") == 0 || strcmp(o->dump_after, name) == 0);
 }
 
+/* Names the passes for an error message: "fold, cse, dce, memplan". */
+static void pass_names(char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof pipeline / sizeof pipeline[0]; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", pipeline[i].name);
+        if (w < 0 || (size_t)w >= cap - len)
+            break;
+        len += (size_t)w;
+    }
+}
+
+static bool check_names(const PipelineOptions *o, Status *st)
+{
+    char names[256];
+    pass_names(names, sizeof names);
+    if (o->dump_after && strcmp(o->dump_after, "all") != 0 && !pass_find(o->dump_after))
+        return st_errorf(st, ST_ERROR, "--dump-after: unknown pass '%s' (passes: %s, or all)",
+                         o->dump_after, names);
+    for (int i = 0; i < o->n_disabled; i++)
+        if (!o->disabled[i] || !pass_find(o->disabled[i]))
+            return st_errorf(st, ST_ERROR, "--disable-pass: unknown pass '%s' (passes: %s)",
+                             o->disabled[i] ? o->disabled[i] : "", names);
+    return true;
+}
+
 bool pass_run_pipeline(IrGraph *g, const PipelineOptions *o, Status *st)
 {
     if (!st_ok(st))
+        return false;
+    if (o && !check_names(o, st))
         return false;
     int n;
     const PassInfo *table = pass_pipeline(&n);

@@ -1,28 +1,35 @@
 /* codegen/c/emit_elem.c - the C emitter for elementwise ops (kind K_ELEM).
  *
- * A kernel is loops with literal bounds over the output; the body is the
- * op's C expression from ir/ops.def with the identifier tokens A, B, C
- * replaced by the input element expressions a[...], b[...], c[...].
- * Indexing: each input gets NumPy broadcast strides against the output
- * (right-aligned dims; stride 0 where the input's dim is 1 or missing).
- * Output dims of size 1 are dropped, then adjacent dims are merged while
- * every operand stays affine across them (stride[d] == stride[d+1] *
- * size[d+1]), so the common same-shape case is one flat loop and a
- * bias-like broadcast is two loops.  Arithmetic happens in the operands' C
- * type (tgmath picks expf for floats); CAST writes (T)(A), or (A) != 0 for a
- * bool result.
- * Invariants: inputs broadcast to the output shape (checked, error if not);
- * the output never aliases an input (the memory plan guarantees it).
+ * A kernel is one fused group (see passes/memplan.c: chains and trees of
+ * elementwise nodes whose intermediates have a single consumer of the same
+ * shape); a group of one node is the plain case.  The kernel is loops with
+ * literal bounds over the output; each member becomes one statement per
+ * element: its op's C expression from ir/ops.def with the identifier tokens
+ * A, B, C replaced by the operand element expressions - a[...] for values
+ * from outside the group, tN for members computed earlier in the same
+ * iteration.  The last member writes y[...].
+ * Indexing: every external operand gets NumPy broadcast strides against the
+ * common output shape (right-aligned dims; stride 0 where its dim is 1 or
+ * missing).  Output dims of size 1 are dropped, then adjacent dims are
+ * merged while every operand stays affine across them (stride[d] ==
+ * stride[d+1] * size[d+1]), so the common same-shape case is one flat loop
+ * and a bias-like broadcast is two loops.  Arithmetic happens in the
+ * operands' C type (tgmath picks expf for floats); CAST writes (T)(A), or
+ * (A) != 0 for a bool result.
+ * Invariants: every member has the root's output shape; operands broadcast
+ * to it (checked, error if not); the output never aliases an operand (the
+ * memory plan keeps operands live until the root runs).
  */
 #include "codegen/cg_int.h"
 
 #include <string.h>
 
-#define MAX_IN 3
+#define MAX_EXT 64
+#define ELEM_LEN 320 /* "a[" + index expression + "]" */
 
 typedef struct Loop {
     int64_t size;
-    int64_t in_stride[MAX_IN];
+    int64_t in_stride[MAX_EXT];
     int64_t out_stride;
 } Loop;
 
@@ -37,28 +44,29 @@ static void append(char *buf, size_t cap, size_t *len, const char *s)
     buf[*len] = '\0';
 }
 
-/* Replaces identifier tokens A, B, C of expr by elems[0..2]. */
-static void substitute(const char *expr, const char *const *elems, int n_elems, char *buf,
+static bool is_ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (c >= '0' && c <= '9');
+}
+
+/* Replaces identifier tokens A, B, C of expr by elems[0..2]; false when
+ * the result does not fit. */
+static bool substitute(const char *expr, const char *const *elems, int n_elems, char *buf,
                        size_t cap)
 {
     size_t len = 0;
     buf[0] = '\0';
     const char *p = expr;
     while (*p) {
-        bool ident_start = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' ||
-                           (*p >= '0' && *p <= '9');
-        if (!ident_start) {
+        if (!is_ident_char(*p)) {
             char c[2] = {*p++, 0};
             append(buf, cap, &len, c);
             continue;
         }
         const char *q = p;
-        while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' ||
-               (*q >= '0' && *q <= '9'))
+        while (is_ident_char(*q))
             q++;
-        int which = -1;
-        if (q - p == 1 && *p >= 'A' && *p <= 'C')
-            which = *p - 'A';
+        int which = (q - p == 1 && *p >= 'A' && *p <= 'C') ? *p - 'A' : -1;
         if (which >= 0 && which < n_elems) {
             append(buf, cap, &len, elems[which]);
         } else {
@@ -70,6 +78,7 @@ static void substitute(const char *expr, const char *const *elems, int n_elems, 
         }
         p = q;
     }
+    return len + 1 < cap;
 }
 
 /* Index expression "i0 * 12 + i1 * 3 + i2" for the given strides. */
@@ -92,44 +101,117 @@ static void index_expr(const Loop *loops, int n_loops, int which, char *buf, siz
         append(buf, cap, &len, "0");
 }
 
-static const char *const elem_names[MAX_IN] = {"a", "b", "c"};
-
-bool cgc_emit_elem(CgOut *o, const IrNode *n, const char *kname, Status *st)
+/* Parameter name of external operand k: a, b, ..., z, then x26, x27, ... */
+static void ext_name(int k, char *buf, size_t n)
 {
+    if (k < 26 && k != 24) /* skip 'y', the output */
+        snprintf(buf, n, "%c", 'a' + k);
+    else
+        snprintf(buf, n, "x%d", k);
+}
+
+static int find_ext(const CgcElemGroup *grp, IrValue v)
+{
+    for (int k = 0; k < grp->n_ext; k++)
+        if (grp->ext[k].node == v.node && grp->ext[k].index == v.index)
+            return k;
+    return -1;
+}
+
+static int find_member(const CgcElemGroup *grp, const IrNode *n)
+{
+    for (int m = 0; m < grp->n_members; m++)
+        if (grp->members[m] == n)
+            return m;
+    return -1;
+}
+
+/* The statement expression of member m ("((a[i0]) - (t0))"). */
+static bool member_expr(const CgcElemGroup *grp, int m, char ext_elems[][ELEM_LEN], char *buf, size_t cap,
+                        Status *st)
+{
+    const IrNode *n = grp->members[m];
     const OpInfo *oi = ir_op_info(n->op);
-    const IrType *ot = &n->out[0].type;
-    const char *who = n->origin ? n->origin : "?";
-    if (!oi || !oi->c_expr || n->n_inputs < 1 || n->n_inputs > MAX_IN || n->n_outputs != 1)
-        return st_errorf(st, ST_UNSUPPORTED, "node '%s' (%s): no elementwise expression for op %s",
-                         who, n->origin_op ? n->origin_op : "?", ir_op_name(n->op));
-    const char *out_ctype = cg_c_type(ot->dtype);
-    if (!out_ctype)
-        return st_errorf(st, ST_UNSUPPORTED, "node '%s': dtype %s not supported by the C backend",
-                         who, tcrt_dtype_name(ot->dtype));
+    char operands[3][ELEM_LEN];
+    const char *ptrs[3];
+    for (int k = 0; k < n->n_inputs; k++) {
+        int mm = find_member(grp, n->inputs[k].node);
+        int e = mm >= 0 ? -1 : find_ext(grp, n->inputs[k]);
+        if (mm >= 0)
+            snprintf(operands[k], sizeof operands[k], "t%d", mm);
+        else if (e >= 0)
+            snprintf(operands[k], sizeof operands[k], "%s", ext_elems[e]);
+        else
+            return st_errorf(st, ST_ERROR, "codegen: operand %d of node %%%d not in its kernel", k,
+                             n->id);
+        ptrs[k] = operands[k];
+    }
+    const char *out_ctype = cg_c_type(n->out[0].type.dtype);
+    if (n->op == OP_CAST) {
+        if (n->out[0].type.dtype == TCRT_BOOL)
+            snprintf(buf, cap, "((%s) != 0)", ptrs[0]);
+        else
+            snprintf(buf, cap, "(%s)(%s)", out_ctype, ptrs[0]);
+        return true;
+    }
+    if (!substitute(oi->c_expr, ptrs, n->n_inputs, buf, cap))
+        return st_errorf(st, ST_UNSUPPORTED, "codegen: expression of node %%%d too long", n->id);
+    return true;
+}
+
+bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status *st)
+{
+    const IrNode *root = grp->members[grp->n_members - 1];
+    const IrType *ot = &root->out[0].type;
+    const char *who = root->origin ? root->origin : "?";
+    if (grp->n_ext > MAX_EXT)
+        return st_errorf(st, ST_UNSUPPORTED, "node '%s': fused kernel with %d operands (max %d)", who,
+                         grp->n_ext, MAX_EXT);
+    for (int m = 0; m < grp->n_members; m++) {
+        const IrNode *n = grp->members[m];
+        const OpInfo *oi = ir_op_info(n->op);
+        if (!oi || !oi->c_expr || n->n_inputs < 1 || n->n_inputs > 3 || n->n_outputs != 1)
+            return st_errorf(st, ST_UNSUPPORTED, "node '%s' (%s): no elementwise expression for op %s",
+                             n->origin ? n->origin : "?", n->origin_op ? n->origin_op : "?",
+                             ir_op_name(n->op));
+        if (!cg_c_type(n->out[0].type.dtype))
+            return st_errorf(st, ST_UNSUPPORTED, "node '%s': dtype %s not supported by the C backend",
+                             n->origin ? n->origin : "?", tcrt_dtype_name(n->out[0].type.dtype));
+        if (!ir_shape_eq(&n->out[0].type.shape, &ot->shape))
+            return st_errorf(st, ST_ERROR, "node '%s': fused with a node of another shape",
+                             n->origin ? n->origin : "?");
+    }
+    for (int k = 0; k < grp->n_ext; k++)
+        if (!cg_c_type(ir_value_type(grp->ext[k])->dtype))
+            return st_errorf(st, ST_UNSUPPORTED, "node '%s': operand dtype %s not supported", who,
+                             tcrt_dtype_name(ir_value_type(grp->ext[k])->dtype));
 
     /* Broadcast strides per output dim, size-1 output dims dropped. */
     int r = ot->shape.rank;
     Loop loops[IR_MAX_RANK];
     int n_loops = 0;
     int64_t out_stride = 1;
-    int64_t in_stride[MAX_IN];
-    for (int k = 0; k < n->n_inputs; k++)
+    int64_t in_stride[MAX_EXT];
+    for (int k = 0; k < grp->n_ext; k++)
         in_stride[k] = 1;
     for (int d = r - 1; d >= 0; d--) {
         int64_t size = ot->shape.dims[d];
-        Loop lp = {size, {0, 0, 0}, out_stride};
-        for (int k = 0; k < n->n_inputs; k++) {
-            const IrShape *s = &ir_value_type(n->inputs[k])->shape;
-            int dk = d - (r - s->rank);
+        Loop lp;
+        memset(&lp, 0, sizeof lp);
+        lp.size = size;
+        lp.out_stride = out_stride;
+        for (int k = 0; k < grp->n_ext; k++) {
+            const IrShape *s = &ir_value_type(grp->ext[k])->shape;
             if (s->rank > r)
-                return st_errorf(st, ST_ERROR, "node '%s': input %d has rank %d > output rank %d",
+                return st_errorf(st, ST_ERROR, "node '%s': operand %d has rank %d > output rank %d",
                                  who, k, s->rank, r);
+            int dk = d - (r - s->rank);
             if (dk < 0)
                 continue;
             int64_t dim = s->dims[dk];
             if (dim != size && dim != 1)
                 return st_errorf(st, ST_ERROR,
-                                 "node '%s': input %d dim %d is %lld, output has %lld", who, k, dk,
+                                 "node '%s': operand %d dim %d is %lld, output has %lld", who, k, dk,
                                  (long long)dim, (long long)size);
             lp.in_stride[k] = dim == 1 ? 0 : in_stride[k];
             in_stride[k] *= dim;
@@ -138,8 +220,7 @@ bool cgc_emit_elem(CgOut *o, const IrNode *n, const char *kname, Status *st)
         if (size != 1)
             loops[n_loops++] = lp; /* innermost first for now */
     }
-    /* Reverse to outermost first. */
-    for (int i = 0; i < n_loops / 2; i++) {
+    for (int i = 0; i < n_loops / 2; i++) { /* outermost first */
         Loop t = loops[i];
         loops[i] = loops[n_loops - 1 - i];
         loops[n_loops - 1 - i] = t;
@@ -147,71 +228,123 @@ bool cgc_emit_elem(CgOut *o, const IrNode *n, const char *kname, Status *st)
     /* Merge loop l with l+1 when every operand is affine across both. */
     for (int l = n_loops - 2; l >= 0; l--) {
         bool ok = loops[l].out_stride == loops[l + 1].out_stride * loops[l + 1].size;
-        for (int k = 0; k < n->n_inputs && ok; k++)
+        for (int k = 0; k < grp->n_ext && ok; k++)
             ok = loops[l].in_stride[k] == loops[l + 1].in_stride[k] * loops[l + 1].size;
         if (!ok)
             continue;
         loops[l].size *= loops[l + 1].size;
         loops[l].out_stride = loops[l + 1].out_stride;
-        for (int k = 0; k < n->n_inputs; k++)
+        for (int k = 0; k < grp->n_ext; k++)
             loops[l].in_stride[k] = loops[l + 1].in_stride[k];
         memmove(&loops[l + 1], &loops[l + 2], sizeof(Loop) * (size_t)(n_loops - l - 2));
         n_loops--;
     }
 
-    /* Element expressions and the body. */
-    char idx[MAX_IN][256], elems[MAX_IN][300], out_idx[256];
-    const char *elem_ptrs[MAX_IN];
-    for (int k = 0; k < n->n_inputs; k++) {
-        index_expr(loops, n_loops, k, idx[k], sizeof idx[k]);
-        snprintf(elems[k], sizeof elems[k], "%s[%s]", elem_names[k], idx[k]);
-        elem_ptrs[k] = elems[k];
+    /* Operand element expressions. */
+    char (*ext_elems)[ELEM_LEN] = xx_malloc(sizeof(char[ELEM_LEN]) * ((size_t)grp->n_ext + 1));
+    char (*docs)[600] = xx_malloc(sizeof(char[600]) * (size_t)grp->n_members);
+    if (!ext_elems || !docs) {
+        xx_free(ext_elems);
+        xx_free(docs);
+        return st_errorf(st, ST_NOMEM, "codegen: out of memory");
     }
-    index_expr(loops, n_loops, -1, out_idx, sizeof out_idx);
-    char body[2048];
-    if (n->op == OP_CAST) {
-        if (ot->dtype == TCRT_BOOL)
-            snprintf(body, sizeof body, "((%s) != 0)", elems[0]);
-        else
-            snprintf(body, sizeof body, "(%s)(%s)", out_ctype, elems[0]);
-    } else {
-        substitute(oi->c_expr, elem_ptrs, n->n_inputs, body, sizeof body);
+    char names[MAX_EXT][16], (*sym)[ELEM_LEN] = xx_malloc(sizeof(char[ELEM_LEN]) * ((size_t)grp->n_ext + 1));
+    bool ok = sym != NULL;
+    if (!ok)
+        st_errorf(st, ST_NOMEM, "codegen: out of memory");
+    for (int k = 0; ok && k < grp->n_ext; k++) {
+        char idx[256];
+        ext_name(k, names[k], sizeof names[k]);
+        index_expr(loops, n_loops, k, idx, sizeof idx);
+        snprintf(ext_elems[k], sizeof ext_elems[k], "%.15s[%.255s]", names[k], idx);
+        snprintf(sym[k], sizeof sym[k], "%.15s", names[k]);
+    }
+    /* The comment shows each member over parameter names, not indices. */
+    for (int m = 0; ok && m < grp->n_members; m++) {
+        char e[560];
+        ok = member_expr(grp, m, sym, e, sizeof e, st);
+        if (ok)
+            snprintf(docs[m], sizeof docs[m], "%s = %s", m == grp->n_members - 1 ? "y" : "", e);
+        if (ok && m < grp->n_members - 1)
+            snprintf(docs[m], sizeof docs[m], "t%d = %s", m, e);
+    }
+    if (!ok) {
+        xx_free(ext_elems);
+        xx_free(docs);
+        xx_free(sym);
+        return false;
     }
 
-    /* Comment, signature. */
-    char expr_doc[512];
-    const char *sym[MAX_IN] = {"a", "b", "c"};
-    if (n->op == OP_CAST)
-        snprintf(expr_doc, sizeof expr_doc, "y = (%s)a", out_ctype);
-    else {
-        char e[400];
-        substitute(oi->c_expr, sym, n->n_inputs, e, sizeof e);
-        snprintf(expr_doc, sizeof expr_doc, "y = %s", e);
+    /* Comment: TF nodes, operand and result types, the statements. */
+    char t[IR_MAX_RANK * 24 + 16], text[256];
+    cg_printf(o, "/* %s  (TF node%s: ", kname, grp->n_members > 1 ? "s" : "");
+    for (int m = 0; m < grp->n_members; m++) {
+        const IrNode *n = grp->members[m];
+        bool seen = false;
+        for (int j = 0; j < m && !seen; j++) /* one entry per TF node */
+            seen = grp->members[j]->origin == n->origin ||
+                   (grp->members[j]->origin && n->origin &&
+                    strcmp(grp->members[j]->origin, n->origin) == 0);
+        if (seen)
+            continue;
+        char origin_op[128];
+        cg_comment_text(n->origin ? n->origin : "?", text, sizeof text);
+        cg_comment_text(n->origin_op ? n->origin_op : "?", origin_op, sizeof origin_op);
+        cg_printf(o, "%s%s (%s)", m ? ", " : "", text, origin_op);
     }
-    static const char *const out_names[1] = {"y"};
-    cgc_kernel_comment(o, n, kname, elem_names, out_names, expr_doc);
+    cg_printf(o, ")\n *   ");
+    for (int k = 0; k < grp->n_ext; k++)
+        cg_printf(o, "%s%s %s", k ? ", " : "", names[k], cg_type_str(ir_value_type(grp->ext[k]), t, sizeof t));
+    cg_printf(o, " -> y %s", cg_type_str(ot, t, sizeof t));
+    for (int m = 0; m < grp->n_members; m++) {
+        char d[600];
+        cg_comment_text(docs[m], d, sizeof d);
+        cg_printf(o, "\n *   %s", d);
+    }
+    cg_printf(o, " */\n");
+
+    /* Signature and loops. */
     cg_printf(o, "static void %s(", kname);
-    for (int k = 0; k < n->n_inputs; k++) {
-        const char *ct = cg_c_type(ir_value_type(n->inputs[k])->dtype);
-        if (!ct)
-            return st_errorf(st, ST_UNSUPPORTED, "node '%s': input dtype %s not supported", who,
-                             tcrt_dtype_name(ir_value_type(n->inputs[k])->dtype));
-        cg_printf(o, "const %s *restrict %s, ", ct, elem_names[k]);
-    }
-    cg_printf(o, "%s *restrict y)\n{\n", out_ctype);
+    for (int k = 0; k < grp->n_ext; k++)
+        cg_printf(o, "const %s *restrict %s, ", cg_c_type(ir_value_type(grp->ext[k])->dtype), names[k]);
+    cg_printf(o, "%s *restrict y)\n{\n", cg_c_type(ot->dtype));
     o->indent++;
     int64_t total = 1;
     for (int l = 0; l < n_loops; l++)
         total *= loops[l].size;
     const char *ivar = total > INT32_MAX ? "int64_t" : "int";
     for (int l = 0; l < n_loops; l++) {
-        cg_printf(o, "for (%s i%d = 0; i%d < %lld; i%d++)\n", ivar, l, l, (long long)loops[l].size,
-                  l);
+        cg_printf(o, "for (%s i%d = 0; i%d < %lld; i%d++)%s\n", ivar, l, l, (long long)loops[l].size,
+                  l, l == n_loops - 1 && grp->n_members > 1 ? " {" : "");
         o->indent++;
     }
-    cg_printf(o, "y[%s] = %s;\n", out_idx, body);
-    o->indent -= n_loops;
+    if (n_loops == 0 && grp->n_members > 1) {
+        cg_printf(o, "{\n");
+        o->indent++;
+    }
+    char out_idx[256];
+    index_expr(loops, n_loops, -1, out_idx, sizeof out_idx);
+    for (int m = 0; ok && m < grp->n_members; m++) {
+        char e[4096];
+        ok = member_expr(grp, m, ext_elems, e, sizeof e, st);
+        if (!ok)
+            break;
+        if (m < grp->n_members - 1)
+            cg_printf(o, "const %s t%d = %s;\n", cg_c_type(grp->members[m]->out[0].type.dtype), m, e);
+        else
+            cg_printf(o, "y[%s] = %s;\n", out_idx, e);
+    }
+    if (grp->n_members > 1) {
+        o->indent--;
+        cg_printf(o, "}\n");
+        o->indent -= n_loops > 0 ? n_loops - 1 : 0;
+    } else {
+        o->indent -= n_loops;
+    }
     o->indent--;
     cg_printf(o, "}\n\n");
-    return true;
+    xx_free(ext_elems);
+    xx_free(docs);
+    xx_free(sym);
+    return ok;
 }

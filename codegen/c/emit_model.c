@@ -86,6 +86,11 @@ static bool value_in_range(const IrValue v, int64_t limit)
     return out->offset >= 0 && out->offset + (int64_t)ir_type_bytes(&out->type) <= limit;
 }
 
+static bool is_fused(const IrNode *n)
+{
+    return n->op != OP_CONST && n->out[0].offset == PASS_OFFSET_FUSED;
+}
+
 static bool check_plan(Ctx *c)
 {
     const IrGraph *g = c->g;
@@ -93,12 +98,21 @@ static bool check_plan(Ctx *c)
     IR_FOR_EACH(g, n) {
         if (n->op == OP_CONST)
             continue;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (is_fused(n->inputs[k].node) && (ir_op_info(n->op)->kind != K_ELEM ||
+                                                 ir_op_info(n->inputs[k].node->op)->kind != K_ELEM))
+                return st_errorf(c->st, ST_ERROR, "node '%s' (%s) input %d: fused into a non-elementwise node",
+                                 n->origin ? n->origin : "?", ir_op_name(n->op), k);
+        if (is_fused(n))
+            continue;
         for (int k = 0; k < n->n_outputs; k++)
             if (!value_in_range((IrValue){n, k}, g->arena_bytes))
                 return st_errorf(c->st, ST_ERROR, "node '%s' (%s) output %d: %s",
                                  n->origin ? n->origin : "?", ir_op_name(n->op), k, hint);
         for (int k = 0; k < n->n_inputs; k++) {
             IrValue v = n->inputs[k];
+            if (is_fused(v.node))
+                continue;
             int64_t limit = v.node->op == OP_CONST ? g->weights_bytes : g->arena_bytes;
             if (!value_in_range(v, limit))
                 return st_errorf(c->st, ST_ERROR, "node '%s' (%s) input %d: %s",
@@ -389,6 +403,161 @@ static bool write_header(Ctx *c)
     return close_out(c, f, path);
 }
 
+/* ---- kernels ---- */
+
+typedef struct Kernel {
+    const IrNode *node;           /* the node (for a fused group: its root) */
+    bool is_elem;
+    CgcElemGroup grp;             /* elementwise: members and operands */
+    char name[96];                /* k<NNN>_<op>[_<op>...] */
+} Kernel;
+
+static void free_kernels(Kernel *ks, int n)
+{
+    for (int i = 0; ks && i < n; i++) {
+        xx_free((void *)ks[i].grp.members);
+        xx_free(ks[i].grp.ext);
+    }
+    xx_free(ks);
+}
+
+static bool add_ext(CgcElemGroup *grp, IrValue v)
+{
+    for (int k = 0; k < grp->n_ext; k++)
+        if (grp->ext[k].node == v.node && grp->ext[k].index == v.index)
+            return true;
+    grp->ext[grp->n_ext++] = v;
+    return true;
+}
+
+/* Collects root's fused group: members by DFS over fused producers, put in
+ * schedule order (pos by id), then the operands from outside the group. */
+static bool build_group(Ctx *c, const IrNode *root, const int *pos, Kernel *k)
+{
+    int cap = c->g->n_nodes + 1;
+    const IrNode **members = xx_malloc(sizeof(IrNode *) * (size_t)cap);
+    const IrNode **stack = xx_malloc(sizeof(IrNode *) * (size_t)cap);
+    if (!members || !stack) {
+        xx_free((void *)members);
+        xx_free((void *)stack);
+        return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
+    }
+    int n_members = 0, sp = 0;
+    stack[sp++] = root;
+    while (sp > 0) {
+        const IrNode *n = stack[--sp];
+        members[n_members++] = n;
+        for (int i = 0; i < n->n_inputs; i++) {
+            const IrNode *p = n->inputs[i].node;
+            if (!is_fused(p))
+                continue;
+            bool seen = false;
+            for (int j = 0; j < n_members && !seen; j++)
+                seen = members[j] == p;
+            for (int j = 0; j < sp && !seen; j++)
+                seen = stack[j] == p;
+            if (!seen && sp < cap)
+                stack[sp++] = p;
+        }
+    }
+    xx_free((void *)stack);
+    /* insertion sort by schedule position (groups are small) */
+    for (int i = 1; i < n_members; i++) {
+        const IrNode *t = members[i];
+        int j = i;
+        while (j > 0 && pos[members[j - 1]->id] > pos[t->id]) {
+            members[j] = members[j - 1];
+            j--;
+        }
+        members[j] = t;
+    }
+    int n_ext_max = 0;
+    for (int i = 0; i < n_members; i++)
+        n_ext_max += members[i]->n_inputs;
+    IrValue *ext = xx_malloc(sizeof(IrValue) * ((size_t)n_ext_max + 1));
+    if (!ext) {
+        xx_free((void *)members);
+        return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
+    }
+    k->grp.members = members;
+    k->grp.n_members = n_members;
+    k->grp.ext = ext;
+    k->grp.n_ext = 0;
+    for (int i = 0; i < n_members; i++)
+        for (int j = 0; j < members[i]->n_inputs; j++)
+            if (!is_fused(members[i]->inputs[j].node))
+                add_ext(&k->grp, members[i]->inputs[j]);
+    /* name: k<NNN>_<op>_<op>..., capped */
+    size_t len = (size_t)snprintf(k->name, sizeof k->name, "k%03d", pos[root->id]);
+    for (int i = 0; i < n_members; i++) {
+        const char *op = ir_op_name(members[i]->op);
+        if (len + strlen(op) + 6 >= sizeof k->name - 1) {
+            snprintf(k->name + len, sizeof k->name - len, "_etc");
+            break;
+        }
+        len += (size_t)snprintf(k->name + len, sizeof k->name - len, "_%s", op);
+    }
+    return true;
+}
+
+/* One Kernel per non-leaf, non-fused node, in schedule order. */
+static bool plan_kernels(Ctx *c, Kernel **out, int *n_out)
+{
+    const IrGraph *g = c->g;
+    int n_ids = g->next_id;
+    IR_FOR_EACH(g, n) {
+        if (n->id >= n_ids)
+            n_ids = n->id + 1;
+    }
+    int *pos = xx_malloc(sizeof(int) * ((size_t)n_ids + 1));
+    Kernel *ks = xx_malloc(sizeof(Kernel) * ((size_t)g->n_nodes + 1));
+    if (!pos || !ks) {
+        xx_free(pos);
+        xx_free(ks);
+        return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
+    }
+    memset(ks, 0, sizeof(Kernel) * ((size_t)g->n_nodes + 1));
+    int p = 0, n_ks = 0;
+    IR_FOR_EACH(g, n) {
+        pos[n->id] = p++;
+    }
+    bool ok = true;
+    IR_FOR_EACH(g, n) {
+        const OpInfo *oi = ir_op_info(n->op);
+        if (!ok || oi->kind == K_LEAF || is_fused(n))
+            continue;
+        Kernel *k = &ks[n_ks++];
+        k->node = n;
+        k->is_elem = oi->kind == K_ELEM;
+        if (k->is_elem)
+            ok = build_group(c, n, pos, k);
+        else
+            snprintf(k->name, sizeof k->name, "k%03d_%s", pos[n->id], oi->name);
+    }
+    xx_free(pos);
+    if (!ok) {
+        free_kernels(ks, n_ks);
+        return false;
+    }
+    *out = ks;
+    *n_out = n_ks;
+    return true;
+}
+
+/* Pointer expression for value v in the run function. */
+static void value_ptr(const IrValue v, bool is_out, char *buf, size_t n);
+
+/* Argument j of kernel k's call: operands, then outputs. */
+static void kernel_arg(const Kernel *k, int j, char *buf, size_t n)
+{
+    const IrNode *node = k->node;
+    int n_in = k->is_elem ? k->grp.n_ext : node->n_inputs;
+    if (j < n_in)
+        value_ptr(k->is_elem ? k->grp.ext[j] : node->inputs[j], false, buf, n);
+    else
+        value_ptr((IrValue){(IrNode *)node, j - n_in}, true, buf, n);
+}
+
 /* ---- NAME.c ---- */
 
 /* Pointer expression for value v in the run function. */
@@ -440,7 +609,7 @@ static bool write_source(Ctx *c)
     snprintf(n_results, sizeof n_results, "%d", c->n_results);
     int n_kernels = 0;
     IR_FOR_EACH(g, n) {
-        if (ir_op_info(n->op)->kind != K_LEAF)
+        if (ir_op_info(n->op)->kind != K_LEAF && n->out[0].offset != PASS_OFFSET_FUSED)
             n_kernels++;
     }
     char n_k[16];
@@ -469,21 +638,23 @@ static bool write_source(Ctx *c)
                 "\n",
                 holes);
 
-    /* Kernels. */
-    int pos = 0;
-    IR_FOR_EACH(g, n) {
-        int here = pos++;
-        const OpInfo *oi = ir_op_info(n->op);
-        if (oi->kind == K_LEAF)
-            continue;
-        char kname[96];
-        snprintf(kname, sizeof kname, "k%03d_%s", here, oi->name);
-        bool ok = oi->kind == K_ELEM ? cgc_emit_elem(&o, n, kname, c->st)
-                                     : cgc_emit_call(&o, n, kname, c->st);
-        if (!ok) {
-            fclose(f);
-            return false;
-        }
+    /* Kernels, then the calls in the same order. */
+    Kernel *ks = NULL;
+    int n_ks = 0;
+    if (!plan_kernels(c, &ks, &n_ks)) {
+        fclose(f);
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0; i < n_ks && ok; i++) {
+        Kernel *k = &ks[i];
+        ok = k->is_elem ? cgc_emit_elem(&o, &k->grp, k->name, c->st)
+                        : cgc_emit_call(&o, k->node, k->name, c->st);
+    }
+    if (!ok) {
+        free_kernels(ks, n_ks);
+        fclose(f);
+        return false;
     }
 
     /* The entry point. */
@@ -503,52 +674,35 @@ static bool write_source(Ctx *c)
                 "    (void)w;\n",
                 holes);
     o.indent = 1;
-    pos = 0;
-    IR_FOR_EACH(g, n) {
-        int here = pos++;
-        const OpInfo *oi = ir_op_info(n->op);
-        if (oi->kind == K_LEAF)
-            continue;
-        char call[8192];
-        size_t len = (size_t)snprintf(call, sizeof call, "k%03d_%s(", here, oi->name);
-        int n_args_k = 0;
-        for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+    for (int i = 0; i < n_ks; i++) {
+        const Kernel *k = &ks[i];
+        const IrNode *n = k->node;
+        bool is_status = !k->is_elem && cgc_kernel_returns_status(n);
+        int n_in = k->is_elem ? k->grp.n_ext : n->n_inputs;
+        int n_args_k = n_in + n->n_outputs;
+        /* One line when it fits in 100 columns, else one argument per line. */
+        size_t width = strlen(k->name) + 16;
+        for (int j = 0; j < n_args_k; j++) {
             char ptr[128];
-            if (k < n->n_inputs)
-                value_ptr(n->inputs[k], false, ptr, sizeof ptr);
-            else
-                value_ptr((IrValue){(IrNode *)n, k - n->n_inputs}, true, ptr, sizeof ptr);
-            if (len < sizeof call)
-                len += (size_t)snprintf(call + len, sizeof call - len, "%s%s", n_args_k++ ? ", " : "",
-                                        ptr);
+            kernel_arg(k, j, ptr, sizeof ptr);
+            width += strlen(ptr) + 2;
         }
-        if (cgc_has_workspace(n) && len < sizeof call) {
+        bool wide = width > 100 && n_args_k > 1;
+        cg_printf(&o, "%s%s(", is_status ? "TFCC_TRY(" : "", k->name);
+        for (int j = 0; j < n_args_k; j++) {
+            char ptr[128];
+            kernel_arg(k, j, ptr, sizeof ptr);
+            cg_printf(&o, "%s%s", j == 0 ? (wide ? "\n        " : "") : (wide ? ",\n        " : ", "), ptr);
+        }
+        if (cgc_has_workspace(n)) {
             if (n->workspace_bytes > 0)
-                len += (size_t)snprintf(call + len, sizeof call - len, ", a + %lld",
-                                        (long long)n->workspace_offset);
+                cg_printf(&o, "%sa + %lld", wide ? ",\n        " : ", ", (long long)n->workspace_offset);
             else
-                len += (size_t)snprintf(call + len, sizeof call - len, ", NULL");
+                cg_printf(&o, "%sNULL", wide ? ",\n        " : ", ");
         }
-        if (len + 2 >= sizeof call) {
-            /* very wide concat: write the arguments directly */
-            cg_printf(&o, "%s", cgc_kernel_returns_status(n) ? "TFCC_TRY(" : "");
-            cg_printf(&o, "k%03d_%s(", here, oi->name);
-            for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
-                char ptr[128];
-                if (k < n->n_inputs)
-                    value_ptr(n->inputs[k], false, ptr, sizeof ptr);
-                else
-                    value_ptr((IrValue){(IrNode *)n, k - n->n_inputs}, true, ptr, sizeof ptr);
-                cg_printf(&o, "%s%s", k ? ",\n        " : "", ptr);
-            }
-            cg_printf(&o, ")%s;\n", cgc_kernel_returns_status(n) ? ")" : "");
-            continue;
-        }
-        if (cgc_kernel_returns_status(n))
-            cg_printf(&o, "TFCC_TRY(%s));\n", call);
-        else
-            cg_printf(&o, "%s);\n", call);
+        cg_printf(&o, ")%s;\n", is_status ? ")" : "");
     }
+    free_kernels(ks, n_ks);
     cg_printf(&o, "return TCRT_OK;\n");
     o.indent = 0;
     cg_printf(&o, "}\n\n");

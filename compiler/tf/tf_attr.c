@@ -45,12 +45,11 @@ static const struct {
     int tf;
     const char *name;
 } dtype_names[] = {
-    {1, "DT_FLOAT"},   {2, "DT_DOUBLE"},     {3, "DT_INT32"},      {4, "DT_UINT8"},
-    {5, "DT_INT16"},   {6, "DT_INT8"},       {7, "DT_STRING"},     {8, "DT_COMPLEX64"},
-    {9, "DT_INT64"},   {10, "DT_BOOL"},      {11, "DT_QINT8"},     {12, "DT_QUINT8"},
-    {13, "DT_QINT32"}, {14, "DT_BFLOAT16"},  {15, "DT_QINT16"},    {16, "DT_QUINT16"},
-    {17, "DT_UINT16"}, {18, "DT_COMPLEX128"}, {19, "DT_HALF"},     {20, "DT_RESOURCE"},
-    {21, "DT_VARIANT"}, {22, "DT_UINT32"},   {23, "DT_UINT64"},
+    {1, "DT_FLOAT"},    {2, "DT_DOUBLE"},  {3, "DT_INT32"},       {4, "DT_UINT8"},     {5, "DT_INT16"},
+    {6, "DT_INT8"},     {7, "DT_STRING"},  {8, "DT_COMPLEX64"},   {9, "DT_INT64"},     {10, "DT_BOOL"},
+    {11, "DT_QINT8"},   {12, "DT_QUINT8"}, {13, "DT_QINT32"},     {14, "DT_BFLOAT16"}, {15, "DT_QINT16"},
+    {16, "DT_QUINT16"}, {17, "DT_UINT16"}, {18, "DT_COMPLEX128"}, {19, "DT_HALF"},     {20, "DT_RESOURCE"},
+    {21, "DT_VARIANT"}, {22, "DT_UINT32"}, {23, "DT_UINT64"},
 };
 
 static const char *dtype_name(int tf_type, char *buf, size_t n)
@@ -82,20 +81,39 @@ static bool map_dtype(int tf_type, tcrt_dtype *out)
 {
     int t = tf_type > 100 ? tf_type - 100 : tf_type;
     switch (t) {
-    case 1: *out = TCRT_F32; return true;
-    case 2: *out = TCRT_F64; return true;
-    case 3: *out = TCRT_I32; return true;
-    case 4: *out = TCRT_U8; return true;
-    case 5: *out = TCRT_I16; return true;
-    case 6: *out = TCRT_I8; return true;
-    case 9: *out = TCRT_I64; return true;
-    case 10: *out = TCRT_BOOL; return true;
-    case 17: *out = TCRT_U16; return true;
+    case 1:
+        *out = TCRT_F32;
+        return true;
+    case 2:
+        *out = TCRT_F64;
+        return true;
+    case 3:
+        *out = TCRT_I32;
+        return true;
+    case 4:
+        *out = TCRT_U8;
+        return true;
+    case 5:
+        *out = TCRT_I16;
+        return true;
+    case 6:
+        *out = TCRT_I8;
+        return true;
+    case 9:
+        *out = TCRT_I64;
+        return true;
+    case 10:
+        *out = TCRT_BOOL;
+        return true;
+    case 17:
+        *out = TCRT_U16;
+        return true;
     case 14: /* DT_BFLOAT16 */
     case 19: /* DT_HALF */
         *out = TCRT_F32;
         return true;
-    default: return false;
+    default:
+        return false;
     }
 }
 
@@ -415,7 +433,7 @@ static float half_to_float(uint16_t h)
     int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
     float v;
     if (exp == 0)
-        v = ldexpf((float)mant, -24);                      /* zero or subnormal */
+        v = ldexpf((float)mant, -24); /* zero or subnormal */
     else if (exp == 31)
         v = mant ? NAN : INFINITY;
     else
@@ -436,16 +454,35 @@ static float bf16_to_float(uint16_t h)
 static void store_elem(void *buf, tcrt_dtype dt, int64_t j, double d, int64_t iv, bool is_int)
 {
     switch (dt) {
-    case TCRT_F32: ((float *)buf)[j] = is_int ? (float)iv : (float)d; break;
-    case TCRT_F64: ((double *)buf)[j] = is_int ? (double)iv : d; break;
-    case TCRT_I32: ((int32_t *)buf)[j] = (int32_t)iv; break;
-    case TCRT_I64: ((int64_t *)buf)[j] = iv; break;
-    case TCRT_I16: ((int16_t *)buf)[j] = (int16_t)iv; break;
-    case TCRT_I8: ((int8_t *)buf)[j] = (int8_t)iv; break;
-    case TCRT_U8: ((uint8_t *)buf)[j] = (uint8_t)iv; break;
-    case TCRT_U16: ((uint16_t *)buf)[j] = (uint16_t)iv; break;
-    case TCRT_BOOL: ((uint8_t *)buf)[j] = iv != 0; break;
-    default: break;
+    case TCRT_F32:
+        ((float *)buf)[j] = is_int ? (float)iv : (float)d;
+        break;
+    case TCRT_F64:
+        ((double *)buf)[j] = is_int ? (double)iv : d;
+        break;
+    case TCRT_I32:
+        ((int32_t *)buf)[j] = (int32_t)iv;
+        break;
+    case TCRT_I64:
+        ((int64_t *)buf)[j] = iv;
+        break;
+    case TCRT_I16:
+        ((int16_t *)buf)[j] = (int16_t)iv;
+        break;
+    case TCRT_I8:
+        ((int8_t *)buf)[j] = (int8_t)iv;
+        break;
+    case TCRT_U8:
+        ((uint8_t *)buf)[j] = (uint8_t)iv;
+        break;
+    case TCRT_U16:
+        ((uint16_t *)buf)[j] = (uint16_t)iv;
+        break;
+    case TCRT_BOOL:
+        ((uint8_t *)buf)[j] = iv != 0;
+        break;
+    default:
+        break;
     }
 }
 
@@ -523,11 +560,21 @@ bool tf_tensor_to_const(TfCtx *c, const Tensorflow__TensorProto *tp, IrValue *v)
         /* Typed value lists. */
         size_t n = 0;
         switch (dt) {
-        case TCRT_F32: n = (is_half || is_bf16) ? tp->n_half_val : tp->n_float_val; break;
-        case TCRT_F64: n = tp->n_double_val; break;
-        case TCRT_I64: n = tp->n_int64_val; break;
-        case TCRT_BOOL: n = tp->n_bool_val; break;
-        default: n = tp->n_int_val; break;
+        case TCRT_F32:
+            n = (is_half || is_bf16) ? tp->n_half_val : tp->n_float_val;
+            break;
+        case TCRT_F64:
+            n = tp->n_double_val;
+            break;
+        case TCRT_I64:
+            n = tp->n_int64_val;
+            break;
+        case TCRT_BOOL:
+            n = tp->n_bool_val;
+            break;
+        default:
+            n = tp->n_int_val;
+            break;
         }
         if (n > (size_t)count) {
             ok = tf_errorf(c, "constant has %zu values but its shape holds %lld", n, (long long)count);
@@ -547,10 +594,19 @@ bool tf_tensor_to_const(TfCtx *c, const Tensorflow__TensorProto *tp, IrValue *v)
                     else
                         d = tp->float_val[k];
                     break;
-                case TCRT_F64: is_int = false; d = tp->double_val[k]; break;
-                case TCRT_I64: iv = tp->int64_val[k]; break;
-                case TCRT_BOOL: iv = tp->bool_val[k] != 0; break;
-                default: iv = tp->int_val[k]; break;
+                case TCRT_F64:
+                    is_int = false;
+                    d = tp->double_val[k];
+                    break;
+                case TCRT_I64:
+                    iv = tp->int64_val[k];
+                    break;
+                case TCRT_BOOL:
+                    iv = tp->bool_val[k] != 0;
+                    break;
+                default:
+                    iv = tp->int_val[k];
+                    break;
                 }
                 store_elem(buf, dt, j, d, iv, is_int);
             }

@@ -11,7 +11,9 @@
  *   3. Walk back from the fetches with an explicit stack (no recursion:
  *      hostile graphs can be millions of nodes deep), three-colour DFS, so
  *      the post-order is a topological order of exactly the needed nodes and
- *      a grey node met again is a cycle.  Control inputs ("^x") must name a
+ *      a grey node met again is a cycle (NextIteration's input, a v1 while
+ *      loop's back edge, is not followed: the loop's ops are then reported
+ *      as unsupported instead).  Control inputs ("^x") must name a
  *      node but are not followed: an inference graph's control edges guard
  *      training-time side effects (Assign, SaveV2) we never run.
  *   4. Look every needed op up in the tables (core rows here, then
@@ -131,7 +133,10 @@ static const TfOpRow *find_row(const char *op)
     return r;
 }
 
-bool tf_op_supported(const char *tf_op) { return tf_op && find_row(tf_op) != NULL; }
+bool tf_op_supported(const char *tf_op)
+{
+    return tf_op && find_row(tf_op) != NULL;
+}
 
 static int cmp_row(const void *a, const void *b)
 {
@@ -166,13 +171,13 @@ void tf_ops_foreach(void (*fn)(const TfOpDoc *d, void *ud), void *ud)
 /* ---- the name index ---- */
 
 typedef struct NameMap {
-    int *slot;                    /* node index + 1, 0 = empty */
+    int *slot; /* node index + 1, 0 = empty */
     size_t mask;
 } NameMap;
 
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;       /* FNV-1a */
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s; s++)
         h = (h ^ (uint8_t)*s) * 1099511628211ull;
     return h;
@@ -192,7 +197,7 @@ static int map_find(const NameMap *m, const Tensorflow__GraphDef *gd, const char
 /* ---- import state ---- */
 
 typedef struct NodeInfo {
-    unsigned char state;          /* 0 unseen, 1 on the DFS stack, 2 done */
+    unsigned char state; /* 0 unseen, 1 on the DFS stack, 2 done */
     const TfOpRow *row;
     IrValue *outs;
     int n_outs;
@@ -200,7 +205,7 @@ typedef struct NodeInfo {
 
 typedef struct FeedRec {
     int node, index;
-    const char *name;             /* as the user wrote it */
+    const char *name; /* as the user wrote it */
     IrValue value;
 } FeedRec;
 
@@ -214,12 +219,18 @@ typedef struct Importer {
     NodeInfo *info;
     FeedRec *feeds;
     int n_feeds;
-    int *order;                   /* needed nodes, topological */
+    int *order; /* needed nodes, topological */
     int n_order;
 } Importer;
 
-static const char *node_name(const Tensorflow__NodeDef *nd) { return nd->name ? nd->name : ""; }
-static const char *node_op(const Tensorflow__NodeDef *nd) { return nd->op ? nd->op : ""; }
+static const char *node_name(const Tensorflow__NodeDef *nd)
+{
+    return nd->name ? nd->name : "";
+}
+static const char *node_op(const Tensorflow__NodeDef *nd)
+{
+    return nd->op ? nd->op : "";
+}
 
 static bool build_map(Importer *im)
 {
@@ -330,7 +341,8 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
         TfCtx c = {im->g, o->file, nd, NULL, im->st};
         const char *attr = tf_attr_has(&c, "dtype") ? "dtype" : tf_attr_has(&c, "T") ? "T" : NULL;
         if (!attr)
-            return imp_errorf(o, im->st, "feed '%s': node '%s' (%s) has no dtype or T attribute; give the dtype",
+            return imp_errorf(o, im->st,
+                              "feed '%s': node '%s' (%s) has no dtype or T attribute; give the dtype",
                               spec->name, node_name(nd), node_op(nd));
         if (!tf_attr_type(&c, attr, &t.dtype))
             return false;
@@ -367,8 +379,8 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
                 char b1[200], b2[200];
                 shape_text(&t.shape, b1, sizeof b1, ',', false);
                 shape_text(&graph_shape, b2, sizeof b2, ',', false);
-                return imp_errorf(o, im->st, "feed '%s': shape %s does not match the graph's %s",
-                                  spec->name, b1, b2);
+                return imp_errorf(o, im->st, "feed '%s': shape %s does not match the graph's %s", spec->name,
+                                  b1, b2);
             }
         }
     } else if (graph_known) {
@@ -380,15 +392,21 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
         return imp_errorf(o, im->st, "feed '%s' has unknown shape %s; give it with --feed %s:%s", spec->name,
                           b1, spec->name, b2);
     } else {
-        return imp_errorf(o, im->st, "feed '%s' has unknown shape (unknown rank); give it with --feed %s:DIMS (e.g. 1x224x224x3)",
-                          spec->name, spec->name);
+        return imp_errorf(
+            o, im->st,
+            "feed '%s' has unknown shape (unknown rank); give it with --feed %s:DIMS (e.g. 1x224x224x3)",
+            spec->name, spec->name);
     }
     for (int i = 0; i < t.shape.rank; i++)
         if (t.shape.dims[i] < 0)
             return imp_errorf(o, im->st, "feed '%s': negative dimension", spec->name);
     int64_t count;
     if (!ir_shape_count_checked(&t.shape, &count))
-        return imp_errorf(o, im->st, "feed '%s': shape too large", spec->name);
+    {
+        char sb[256];
+        return imp_errorf(o, im->st, "feed '%s': shape %s has too many elements (limit %lld)", spec->name,
+                          ir_shape_str(&t.shape, sb, sizeof sb), (long long)IR_MAX_ELEMENTS);
+    }
 
     ir_graph_set_origin(im->g, node_name(nd), node_op(nd));
     IrValue v = ir_add_feed(im->g, spec->name, &t, im->st);
@@ -406,7 +424,7 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
 
 typedef struct Frame {
     int node;
-    size_t pos;                   /* next input to look at */
+    size_t pos; /* next input to look at */
 } Frame;
 
 static bool dangling(Importer *im, const Tensorflow__NodeDef *nd, size_t pos, const char *in)
@@ -446,6 +464,12 @@ static bool walk(Importer *im)
                 im->info[fr->node].state = 2;
                 im->order[im->n_order++] = fr->node;
                 sp--;
+                continue;
+            }
+            if (fr->pos == 0 && strcmp(node_op(nd), "NextIteration") == 0) {
+                /* A v1 while loop's back edge: not followed, so the loop's
+                 * ops are reported as unsupported rather than as a cycle. */
+                fr->pos = nd->n_input;
                 continue;
             }
             size_t pos = fr->pos++;
@@ -503,7 +527,10 @@ static bool check_ops(Importer *im)
     return ok;
 }
 
-static const char *plural(int n) { return n == 1 ? "" : "s"; }
+static const char *plural(int n)
+{
+    return n == 1 ? "" : "s";
+}
 
 /* The IR value of tensor (node j, output k) for the consumer described by
  * `who` (a node or a fetch). */
@@ -552,17 +579,23 @@ static bool lower_all(Importer *im)
                 return false;
         }
         ir_graph_set_origin(im->g, node_name(nd), node_op(nd));
-        TfCtx c = {im->g, im->o->file, nd, ni->row, im->st};
+        /* The file prefix is added afterwards so that the IR builder's own
+         * messages ("node 'x' (Add): shapes ... do not broadcast") get it
+         * too; st is clean here (errors are sticky). */
+        TfCtx c = {im->g, NULL, nd, ni->row, im->st};
         int n_out = 0;
         for (int k = 0; k < TF_MAX_OUTPUTS; k++)
             out[k] = (IrValue){NULL, 0};
         if (!ni->row->lower(&c, in, n_in, out, &n_out) || !st_ok(im->st)) {
             if (st_ok(im->st))
                 tf_errorf(&c, "lowering failed");
+            if (im->o->file)
+                st_prefix(im->st, im->o->file);
             return false;
         }
         if (n_out < 0 || n_out > TF_MAX_OUTPUTS)
-            return tf_errorf(&c, "internal: bad output count %d", n_out);
+            return imp_errorf(im->o, im->st, "node '%s' (%s): internal: bad output count %d", node_name(nd),
+                              node_op(nd), n_out);
         ni->n_outs = n_out;
         ni->outs = arena_alloc(&im->scratch, ((size_t)n_out + 1) * sizeof(IrValue));
         if (!ni->outs)

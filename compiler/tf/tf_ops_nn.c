@@ -22,10 +22,10 @@
 
 #include "compiler/tf/tf_int.h"
 
-#define TRY(v)                                                                                     \
-    do {                                                                                           \
-        if (!(v).node)                                                                             \
-            return false;                                                                          \
+#define TRY(v)                                                                                               \
+    do {                                                                                                     \
+        if (!(v).node)                                                                                       \
+            return false;                                                                                    \
     } while (0)
 
 /* ---- small helpers ---- */
@@ -37,12 +37,24 @@ static bool want_inputs(TfCtx *c, int n_in, int want)
     return tf_errorf(c, "expected %d input%s, got %d", want, want == 1 ? "" : "s", n_in);
 }
 
-static const IrShape *shape_of(IrValue v) { return &ir_value_type(v)->shape; }
-static tcrt_dtype dtype_of(IrValue v) { return ir_value_type(v)->dtype; }
+static const IrShape *shape_of(IrValue v)
+{
+    return &ir_value_type(v)->shape;
+}
+static tcrt_dtype dtype_of(IrValue v)
+{
+    return ir_value_type(v)->dtype;
+}
 
-static bool is_float(tcrt_dtype dt) { return dt == TCRT_F32 || dt == TCRT_F64; }
+static bool is_float(tcrt_dtype dt)
+{
+    return dt == TCRT_F32 || dt == TCRT_F64;
+}
 
-static IrValue scalar(TfCtx *c, tcrt_dtype dt, double v) { return ir_const_scalar_f(c->g, dt, v, c->st); }
+static IrValue scalar(TfCtx *c, tcrt_dtype dt, double v)
+{
+    return ir_const_scalar_f(c->g, dt, v, c->st);
+}
 
 static IrValue unary(TfCtx *c, Op op, IrValue a)
 {
@@ -86,8 +98,14 @@ static IrValue transpose4(TfCtx *c, IrValue a, int p0, int p1, int p2, int p3)
     p.i[3] = p3;
     return ir_emit1(c->g, OP_TRANSPOSE, &a, 1, &p, NULL, c->st);
 }
-static IrValue to_nhwc(TfCtx *c, IrValue a) { return transpose4(c, a, 0, 2, 3, 1); }
-static IrValue from_nhwc(TfCtx *c, IrValue a) { return transpose4(c, a, 0, 3, 1, 2); }
+static IrValue to_nhwc(TfCtx *c, IrValue a)
+{
+    return transpose4(c, a, 0, 2, 3, 1);
+}
+static IrValue from_nhwc(TfCtx *c, IrValue a)
+{
+    return transpose4(c, a, 0, 3, 1, 2);
+}
 
 /* Reduction over the axes in mask, keeping dims. */
 static IrValue reduce_keep(TfCtx *c, Op op, IrValue a, int64_t mask)
@@ -104,7 +122,8 @@ static IrValue reduce_keep(TfCtx *c, Op op, IrValue a, int64_t mask)
 static bool shape_msg(TfCtx *c, const char *what, IrValue v, const char *need)
 {
     char buf[200];
-    return tf_errorf(c, "%s must be %s, got shape %s", what, need, ir_shape_str(shape_of(v), buf, sizeof buf));
+    return tf_errorf(c, "%s must be %s, got shape %s", what, need,
+                     ir_shape_str(shape_of(v), buf, sizeof buf));
 }
 
 static bool want_rank(TfCtx *c, IrValue v, int rank, const char *what)
@@ -203,21 +222,17 @@ static const struct {
     const char *tf;
     Op op;
 } elem_ops[] = {
-    {"Neg", OP_NEG},          {"Abs", OP_ABS},           {"Sign", OP_SIGN},
-    {"Exp", OP_EXP},          {"Log", OP_LOG},           {"Log1p", OP_LOG1P},
-    {"Sqrt", OP_SQRT},        {"Rsqrt", OP_RSQRT},       {"Reciprocal", OP_RECIP},
-    {"Inv", OP_RECIP},        {"Square", OP_SQUARE},     {"Sin", OP_SIN},
-    {"Cos", OP_COS},          {"Tan", OP_TAN},           {"Tanh", OP_TANH},
-    {"Sigmoid", OP_SIGMOID},  {"Relu", OP_RELU},         {"Floor", OP_FLOOR},
-    {"Ceil", OP_CEIL},        {"Round", OP_ROUND},       {"Rint", OP_ROUND},
-    {"Erf", OP_ERF},          {"LogicalNot", OP_NOT},    {"Add", OP_ADD},
-    {"AddV2", OP_ADD},        {"BiasAddV1", OP_ADD},     {"Sub", OP_SUB},
-    {"Mul", OP_MUL},          {"RealDiv", OP_DIV},       {"Div", OP_DIV},
-    {"FloorDiv", OP_FLOORDIV}, {"FloorMod", OP_FLOORMOD}, {"Maximum", OP_MAX},
-    {"Minimum", OP_MIN},      {"Pow", OP_POW},           {"Atan2", OP_ATAN2},
-    {"Equal", OP_EQ},         {"NotEqual", OP_NE},       {"Less", OP_LT},
-    {"LessEqual", OP_LE},     {"Greater", OP_GT},        {"GreaterEqual", OP_GE},
-    {"LogicalAnd", OP_AND},   {"LogicalOr", OP_OR},
+    {"Neg", OP_NEG},          {"Abs", OP_ABS},         {"Sign", OP_SIGN},         {"Exp", OP_EXP},
+    {"Log", OP_LOG},          {"Log1p", OP_LOG1P},     {"Sqrt", OP_SQRT},         {"Rsqrt", OP_RSQRT},
+    {"Reciprocal", OP_RECIP}, {"Inv", OP_RECIP},       {"Square", OP_SQUARE},     {"Sin", OP_SIN},
+    {"Cos", OP_COS},          {"Tan", OP_TAN},         {"Tanh", OP_TANH},         {"Sigmoid", OP_SIGMOID},
+    {"Relu", OP_RELU},        {"Floor", OP_FLOOR},     {"Ceil", OP_CEIL},         {"Round", OP_ROUND},
+    {"Rint", OP_ROUND},       {"Erf", OP_ERF},         {"LogicalNot", OP_NOT},    {"Add", OP_ADD},
+    {"AddV2", OP_ADD},        {"BiasAddV1", OP_ADD},   {"Sub", OP_SUB},           {"Mul", OP_MUL},
+    {"RealDiv", OP_DIV},      {"Div", OP_DIV},         {"FloorDiv", OP_FLOORDIV}, {"FloorMod", OP_FLOORMOD},
+    {"Maximum", OP_MAX},      {"Minimum", OP_MIN},     {"Pow", OP_POW},           {"Atan2", OP_ATAN2},
+    {"Equal", OP_EQ},         {"NotEqual", OP_NE},     {"Less", OP_LT},           {"LessEqual", OP_LE},
+    {"Greater", OP_GT},       {"GreaterEqual", OP_GE}, {"LogicalAnd", OP_AND},    {"LogicalOr", OP_OR},
 };
 
 static bool elem_op(TfCtx *c, Op *op)
@@ -329,6 +344,64 @@ static bool lower_expm1(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int
     return out[0].node != NULL;
 }
 
+/* IsNan: x != x.  IsInf: |x| == inf.  IsFinite: x - x == 0 (NaN for inf and NaN). */
+static bool lower_is_class(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    if (!want_inputs(c, n_in, 1))
+        return false;
+    IrValue x = in[0];
+    tcrt_dtype dt = dtype_of(x);
+    const char *op = c->row->tf_op;
+    *n_out = 1;
+    if (strcmp(op, "IsNan") == 0)
+        out[0] = binary(c, OP_NE, x, x);
+    else if (strcmp(op, "IsInf") == 0)
+        out[0] = binary(c, OP_EQ, unary(c, OP_ABS, x), scalar(c, dt, INFINITY));
+    else
+        out[0] = binary(c, OP_EQ, binary(c, OP_SUB, x, x), scalar(c, dt, 0));
+    return out[0].node != NULL;
+}
+
+/* Atan: atan2(x, 1). */
+static bool lower_atan(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    if (!want_inputs(c, n_in, 1))
+        return false;
+    *n_out = 1;
+    out[0] = binary(c, OP_ATAN2, in[0], scalar(c, dtype_of(in[0]), 1));
+    return out[0].node != NULL;
+}
+
+/* ClipByValue: min(max(x, lo), hi). */
+static bool lower_clip_by_value(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    if (!want_inputs(c, n_in, 3))
+        return false;
+    *n_out = 1;
+    out[0] = binary(c, OP_MIN, binary(c, OP_MAX, in[0], in[1]), in[2]);
+    return out[0].node != NULL;
+}
+
+/* L2Loss: sum(x^2) / 2 over every axis, a scalar. */
+static bool lower_l2_loss(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    if (!want_inputs(c, n_in, 1))
+        return false;
+    IrValue x = in[0];
+    int rank = shape_of(x)->rank;
+    IrValue sq = unary(c, OP_SQUARE, x);
+    if (rank > 0 && sq.node) {
+        IrParams p;
+        memset(&p, 0, sizeof p);
+        p.i[0] = ((int64_t)1 << rank) - 1;
+        p.i[1] = 0;
+        sq = ir_emit1(c->g, OP_REDUCE_SUM, &sq, 1, &p, NULL, c->st);
+    }
+    *n_out = 1;
+    out[0] = binary(c, OP_MUL, sq, scalar(c, dtype_of(x), 0.5));
+    return out[0].node != NULL;
+}
+
 /* ---- activations ---- */
 
 static IrValue relu6(TfCtx *c, IrValue x)
@@ -385,7 +458,8 @@ static bool lower_selu(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int 
     const double scale = 1.0507009873554804934193349852946;
     tcrt_dtype dt = dtype_of(in[0]);
     IrValue x = in[0];
-    IrValue neg = binary(c, OP_MUL, binary(c, OP_SUB, unary(c, OP_EXP, x), scalar(c, dt, 1)), scalar(c, dt, alpha));
+    IrValue neg =
+        binary(c, OP_MUL, binary(c, OP_SUB, unary(c, OP_EXP, x), scalar(c, dt, 1)), scalar(c, dt, alpha));
     IrValue y = select3(c, binary(c, OP_GT, x, scalar(c, dt, 0)), x, neg);
     *n_out = 1;
     out[0] = binary(c, OP_MUL, y, scalar(c, dt, scale));
@@ -517,7 +591,8 @@ static bool lower_random_uniform(TfCtx *c, const IrValue *in, int n_in, IrValue 
     int n;
     IrType t;
     if (!want_inputs(c, n_in, 1) || !tf_const_ints(c, in[0], "input 0 (shape)", dims, IR_MAX_RANK + 1, &n) ||
-        !tf_attr_type(c, "dtype", &t.dtype) || !tf_attr_int(c, "seed", &seed) || !tf_attr_int(c, "seed2", &seed2))
+        !tf_attr_type(c, "dtype", &t.dtype) || !tf_attr_int(c, "seed", &seed) ||
+        !tf_attr_int(c, "seed2", &seed2))
         return false;
     if (n > IR_MAX_RANK)
         return tf_errorf(c, "shape has rank %d, at most %d supported", n, IR_MAX_RANK);
@@ -598,7 +673,7 @@ static bool lower_fused_batch_norm(TfCtx *c, const IrValue *in, int n_in, IrValu
     tcrt_dtype dt = dtype_of(x);
     IrValue y, bmean, bvar;
     if (training) {
-        int64_t mask = nchw ? 0xD : 0x7;  /* N, H, W */
+        int64_t mask = nchw ? 0xD : 0x7; /* N, H, W */
         int64_t count = xs->dims[0] * xs->dims[1] * xs->dims[2] * xs->dims[3] / (ch ? ch : 1);
         IrValue cnt = scalar(c, dt, (double)count);
         IrValue m = binary(c, OP_DIV, reduce_keep(c, OP_REDUCE_SUM, x, mask), cnt);
@@ -613,7 +688,8 @@ static bool lower_fused_batch_norm(TfCtx *c, const IrValue *in, int n_in, IrValu
     } else {
         IrValue f = binary(c, OP_MUL, scale, unary(c, OP_RSQRT, binary(c, OP_ADD, var, scalar(c, dt, eps))));
         IrValue d = binary(c, OP_SUB, x, channel_vec(c, mean, 4, nchw));
-        y = binary(c, OP_ADD, binary(c, OP_MUL, d, channel_vec(c, f, 4, nchw)), channel_vec(c, offset, 4, nchw));
+        y = binary(c, OP_ADD, binary(c, OP_MUL, d, channel_vec(c, f, 4, nchw)),
+                   channel_vec(c, offset, 4, nchw));
         bmean = mean;
         bvar = var;
     }
@@ -633,17 +709,35 @@ static bool lower_fused_batch_norm(TfCtx *c, const IrValue *in, int n_in, IrValu
     return true;
 }
 
+/* BatchNormWithGlobalNormalization (deprecated, 2016 graphs): t, m, v, beta,
+ * gamma over the last dim: (t - m) * rsqrt(v + eps) [* gamma] + beta. */
+static bool lower_batch_norm_global(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    double eps;
+    bool scale_after;
+    if (!want_inputs(c, n_in, 5) || !tf_attr_float(c, "variance_epsilon", &eps) ||
+        !tf_attr_bool(c, "scale_after_normalization", &scale_after))
+        return false;
+    tcrt_dtype dt = dtype_of(in[0]);
+    IrValue f = unary(c, OP_RSQRT, binary(c, OP_ADD, in[2], scalar(c, dt, eps)));
+    if (scale_after)
+        f = binary(c, OP_MUL, f, in[4]);
+    *n_out = 1;
+    out[0] = binary(c, OP_ADD, binary(c, OP_MUL, binary(c, OP_SUB, in[0], in[1]), f), in[3]);
+    return out[0].node != NULL;
+}
+
 /* ---- fused contractions ---- */
 
 enum { POST_NONE, POST_ELU, POST_SIGMOID, POST_TANH, POST_PRELU };
 
 typedef struct Fused {
     bool has_bias, has_bn;
-    IrValue bias;                 /* BiasAdd's, or the batch norm's shift */
-    IrValue bn_scale;             /* per-channel multiplier folded into the weights */
-    int act;                      /* TCRT_ACT_* carried by the contraction */
-    double alpha;                 /* leaky alpha */
-    int post;                     /* POST_*: separate elementwise nodes */
+    IrValue bias;     /* BiasAdd's, or the batch norm's shift */
+    IrValue bn_scale; /* per-channel multiplier folded into the weights */
+    int act;          /* TCRT_ACT_* carried by the contraction */
+    double alpha;     /* leaky alpha */
+    int post;         /* POST_*: separate elementwise nodes */
     IrValue prelu_alpha;
 } Fused;
 
@@ -703,7 +797,8 @@ static bool parse_fused(TfCtx *c, const IrValue *in, int n_in, bool allow_bn, Fu
     if (i < n_ops)
         return bad_fused(c, ops, n_ops);
     if (n_args != need)
-        return tf_errorf(c, "fused_ops needs %d extra input%s, node has %d", need, need == 1 ? "" : "s", n_args);
+        return tf_errorf(c, "fused_ops needs %d extra input%s, node has %d", need, need == 1 ? "" : "s",
+                         n_args);
     int64_t num_args;
     if (tf_attr_has(c, "num_args") && tf_attr_int(c, "num_args", &num_args) && num_args != need) {
         /* tfjs counts the prelu alpha in num_args, TensorFlow does not. */
@@ -726,7 +821,8 @@ static bool parse_fused(TfCtx *c, const IrValue *in, int n_in, bool allow_bn, Fu
                 return false;
         tcrt_dtype dt = dtype_of(args[0]);
         /* s = scale * rsqrt(var + eps); shift = offset - mean * s */
-        f->bn_scale = binary(c, OP_MUL, args[0], unary(c, OP_RSQRT, binary(c, OP_ADD, args[3], scalar(c, dt, eps))));
+        f->bn_scale =
+            binary(c, OP_MUL, args[0], unary(c, OP_RSQRT, binary(c, OP_ADD, args[3], scalar(c, dt, eps))));
         f->bias = binary(c, OP_SUB, args[1], binary(c, OP_MUL, args[2], f->bn_scale));
         TRY(f->bias);
     }
@@ -738,18 +834,23 @@ static bool parse_fused(TfCtx *c, const IrValue *in, int n_in, bool allow_bn, Fu
 static IrValue apply_post(TfCtx *c, const Fused *f, IrValue y)
 {
     switch (f->post) {
-    case POST_ELU: return elu(c, y);
-    case POST_SIGMOID: return unary(c, OP_SIGMOID, y);
-    case POST_TANH: return unary(c, OP_TANH, y);
-    case POST_PRELU: return prelu(c, y, f->prelu_alpha);
-    default: return y;
+    case POST_ELU:
+        return elu(c, y);
+    case POST_SIGMOID:
+        return unary(c, OP_SIGMOID, y);
+    case POST_TANH:
+        return unary(c, OP_TANH, y);
+    case POST_PRELU:
+        return prelu(c, y, f->prelu_alpha);
+    default:
+        return y;
     }
 }
 
 /* Conv2D / depthwise core: x in data_format, w HWIO (depthwise HWCM),
  * optional bias [Cout], fused activation. */
-static bool conv_core(TfCtx *c, IrValue x, IrValue w, const IrValue *bias, bool depthwise, int act, double alpha,
-                      IrValue *y)
+static bool conv_core(TfCtx *c, IrValue x, IrValue w, const IrValue *bias, bool depthwise, int act,
+                      double alpha, IrValue *y)
 {
     bool nchw;
     int64_t sh, sw, dh, dw, pads[4];
@@ -760,8 +861,9 @@ static bool conv_core(TfCtx *c, IrValue x, IrValue w, const IrValue *bias, bool 
         TRY(x = to_nhwc(c, x));
     const IrShape *xs = shape_of(x), *ws = shape_of(w);
     if (ws->dims[2] != xs->dims[3])
-        return tf_errorf(c, "filter expects %lld input channels but the input has %lld%s", (long long)ws->dims[2],
-                         (long long)xs->dims[3], depthwise ? "" : " (grouped convolution is not supported)");
+        return tf_errorf(c, "filter expects %lld input channels but the input has %lld%s",
+                         (long long)ws->dims[2], (long long)xs->dims[3],
+                         depthwise ? "" : " (grouped convolution is not supported)");
     if (!window_pads(c, nchw, xs->dims[1], xs->dims[2], ws->dims[0], ws->dims[1], sh, sw, dh, dw, pads))
         return false;
     IrParams p;
@@ -797,8 +899,8 @@ static bool lower_conv2d(TfCtx *c, const IrValue *in, int n_in, IrValue *out, in
     if (!want_inputs(c, n_in, 2))
         return false;
     *n_out = 1;
-    return conv_core(c, in[0], in[1], NULL, strcmp(c->row->tf_op, "DepthwiseConv2dNative") == 0, TCRT_ACT_NONE, 0,
-                     &out[0]);
+    return conv_core(c, in[0], in[1], NULL, strcmp(c->row->tf_op, "DepthwiseConv2dNative") == 0,
+                     TCRT_ACT_NONE, 0, &out[0]);
 }
 
 /* _FusedConv2D / FusedDepthwiseConv2dNative: x, filter, args... */
@@ -837,9 +939,9 @@ static bool lower_conv2d_backprop_input(TfCtx *c, const IrValue *in, int n_in, I
     int64_t sizes[8], sh, sw, dh, dw, pads[4];
     int n;
     if (!want_inputs(c, n_in, 3) || !data_format(c, &nchw) ||
-        !tf_const_ints(c, in[0], "input 0 (input_sizes)", sizes, 8, &n) || !want_rank(c, in[1], 4, "filter") ||
-        !want_rank(c, in[2], 4, "out_backprop") || !hw_attr(c, "strides", nchw, &sh, &sw) ||
-        !hw_attr(c, "dilations", nchw, &dh, &dw))
+        !tf_const_ints(c, in[0], "input 0 (input_sizes)", sizes, 8, &n) ||
+        !want_rank(c, in[1], 4, "filter") || !want_rank(c, in[2], 4, "out_backprop") ||
+        !hw_attr(c, "strides", nchw, &sh, &sw) || !hw_attr(c, "dilations", nchw, &dh, &dw))
         return false;
     if (n != 4)
         return tf_errorf(c, "input_sizes must have 4 values, has %d", n);
@@ -878,7 +980,8 @@ static bool lower_conv2d_backprop_input(TfCtx *c, const IrValue *in, int n_in, I
     return true;
 }
 
-static IrValue matmul(TfCtx *c, IrValue a, IrValue b, const IrValue *bias, bool ta, bool tb, int act, double alpha)
+static IrValue matmul(TfCtx *c, IrValue a, IrValue b, const IrValue *bias, bool ta, bool tb, int act,
+                      double alpha)
 {
     IrParams p;
     memset(&p, 0, sizeof p);
@@ -907,8 +1010,9 @@ static bool lower_fused_matmul(TfCtx *c, const IrValue *in, int n_in, IrValue *o
     Fused f;
     if (n_in < 2)
         return want_inputs(c, n_in, 2);
-    if (!want_rank(c, in[0], 2, "a") || !want_rank(c, in[1], 2, "b") || !tf_attr_bool(c, "transpose_a", &ta) ||
-        !tf_attr_bool(c, "transpose_b", &tb) || !parse_fused(c, in, n_in, false, &f))
+    if (!want_rank(c, in[0], 2, "a") || !want_rank(c, in[1], 2, "b") ||
+        !tf_attr_bool(c, "transpose_a", &ta) || !tf_attr_bool(c, "transpose_b", &tb) ||
+        !parse_fused(c, in, n_in, false, &f))
         return false;
     IrValue y = matmul(c, in[0], in[1], f.has_bias ? &f.bias : NULL, ta, tb, f.act, f.alpha);
     TRY(y);
@@ -994,8 +1098,14 @@ static bool lower_maxpool_v2(TfCtx *c, const IrValue *in, int n_in, IrValue *out
 
 /* ---- the table ---- */
 
-#define ELEM1(name, doc) {name, lower_unary, "", doc}
-#define ELEM2(name, doc) {name, lower_binary, "", doc}
+#define ELEM1(name, doc)                                                                                     \
+    {                                                                                                        \
+        name, lower_unary, "", doc                                                                           \
+    }
+#define ELEM2(name, doc)                                                                                     \
+    {                                                                                                        \
+        name, lower_binary, "", doc                                                                          \
+    }
 
 const TfOpRow tf_ops_nn[] = {
     /* contractions */
@@ -1003,15 +1113,18 @@ const TfOpRow tf_ops_nn[] = {
     {"DepthwiseConv2dNative", lower_conv2d, "data_format=NHWC;dilations=[1,1,1,1];explicit_paddings=[]",
      "conv2d (depthwise)"},
     {"_FusedConv2D", lower_fused_conv2d,
-     "data_format=NHWC;dilations=[1,1,1,1];explicit_paddings=[];fused_ops=[];epsilon=0.0001;leakyrelu_alpha=0.2",
+     "data_format=NHWC;dilations=[1,1,1,1];explicit_paddings=[];fused_ops=[];epsilon=0.0001;leakyrelu_alpha="
+     "0.2",
      "conv2d (+ bias, relu/relu6/leaky) [+ elementwise activation]"},
     {"FusedDepthwiseConv2dNative", lower_fused_conv2d,
-     "data_format=NHWC;dilations=[1,1,1,1];explicit_paddings=[];fused_ops=[];epsilon=0.0001;leakyrelu_alpha=0.2",
+     "data_format=NHWC;dilations=[1,1,1,1];explicit_paddings=[];fused_ops=[];epsilon=0.0001;leakyrelu_alpha="
+     "0.2",
      "conv2d (depthwise, + bias, relu/relu6/leaky) [+ elementwise activation]"},
     {"Conv2DBackpropInput", lower_conv2d_backprop_input,
      "data_format=NHWC;dilations=[1,1,1,1];explicit_paddings=[]", "conv2d_transpose"},
     {"MatMul", lower_matmul, "transpose_a=false;transpose_b=false", "matmul"},
-    {"_FusedMatMul", lower_fused_matmul, "transpose_a=false;transpose_b=false;fused_ops=[];leakyrelu_alpha=0.2",
+    {"_FusedMatMul", lower_fused_matmul,
+     "transpose_a=false;transpose_b=false;fused_ops=[];leakyrelu_alpha=0.2",
      "matmul (+ bias, relu/relu6/leaky) [+ elementwise activation]"},
     {"BatchMatMul", lower_batch_matmul, "adj_x=false;adj_y=false", "matmul (batched)"},
     {"BatchMatMulV2", lower_batch_matmul, "adj_x=false;adj_y=false", "matmul (batched, broadcasting)"},
@@ -1025,6 +1138,7 @@ const TfOpRow tf_ops_nn[] = {
     {"FusedBatchNormV3", lower_fused_batch_norm, "epsilon=0.0001;is_training=true;data_format=NHWC",
      "sub + mul + add (inference); reduce_sum moments (training)"},
     /* windows */
+    {"BatchNormWithGlobalNormalization", lower_batch_norm_global, "", "sub + mul + add"},
     {"MaxPool", lower_pool, "data_format=NHWC;explicit_paddings=[]", "maxpool"},
     {"MaxPoolV2", lower_maxpool_v2, "data_format=NHWC", "maxpool"},
     {"AvgPool", lower_pool, "data_format=NHWC", "avgpool"},
@@ -1090,6 +1204,12 @@ const TfOpRow tf_ops_nn[] = {
     ELEM2("GreaterEqual", "ge"),
     ELEM2("LogicalAnd", "and"),
     ELEM2("LogicalOr", "or"),
+    {"IsNan", lower_is_class, "", "ne(x, x)"},
+    {"IsInf", lower_is_class, "", "eq(abs, inf)"},
+    {"IsFinite", lower_is_class, "", "eq(x - x, 0)"},
+    {"Atan", lower_atan, "", "atan2(x, 1)"},
+    {"ClipByValue", lower_clip_by_value, "", "max + min"},
+    {"L2Loss", lower_l2_loss, "", "square + reduce_sum + mul"},
     {"Select", lower_select, "", "select"},
     {"SelectV2", lower_select_v2, "", "select (broadcasting)"},
     {"Cast", lower_cast, "Truncate=false", "cast"},

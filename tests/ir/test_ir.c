@@ -436,6 +436,13 @@ START_TEST(test_overflow_dims)
     ck_assert_ptr_null(ir_add_feed(g, "huge", &t, &st).node);
     ck_assert_str_eq(st.msg, "node 'huge' (Placeholder): output shape [1099511627776,1099511627776] "
                              "has too many elements");
+    /* each dim below the limit, product 2^32 * 2^32 * 16 = 2^68 wraps int64 to 0
+     * if multiplied unchecked (a bug found by the bad-input tests) */
+    Status st1 = ST_INIT;
+    IrType t1 = TY(TCRT_F32, (int64_t)1 << 32, (int64_t)1 << 32, 16);
+    ck_assert_ptr_null(ir_add_feed(g, "wrap", &t1, &st1).node);
+    ck_assert_str_eq(st1.msg, "node 'huge' (Placeholder): output shape [4294967296,4294967296,16] "
+                              "has too many elements");
     /* broadcast product 2^16 * 2^19 = 2^35 > IR_MAX_ELEMENTS = 2^34 */
     Status st2 = ST_INIT;
     IrValue a = feed(g, "a", TY(TCRT_F32, 65536, 1), &st2);

@@ -227,15 +227,29 @@ END_TEST
 
 /* ---- memplan ---- */
 
+static IrValue transpose(IrGraph *g, IrValue x)
+{
+    Status st = ST_INIT;
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    p.i[0] = 1;
+    p.i[1] = 0;
+    IrValue v = ir_emit1(g, OP_TRANSPOSE, &x, 1, &p, NULL, &st);
+    ck_assert_msg(st_ok(&st), "%s", st.msg);
+    return v;
+}
+
 START_TEST(test_memplan_chain_reuses)
 {
     IrGraph *g = new_graph();
-    IrValue x = feed(g, "x:0", 1024);     /* 4096 bytes each */
-    IrValue b = un(g, OP_RELU, x);
-    IrValue c = un(g, OP_NEG, b);
-    IrValue d = un(g, OP_EXP, c);
-    IrValue e = un(g, OP_ABS, d);
-    IrValue f = un(g, OP_SQRT, e);
+    Status st = ST_INIT;
+    IrType t = {TCRT_F32, ir_shape_make(2, (int64_t[]){32, 32})};
+    IrValue x = ir_add_feed(g, "x:0", &t, &st);   /* 4096 bytes each */
+    IrValue b = transpose(g, x);
+    IrValue c = transpose(g, b);
+    IrValue d = transpose(g, c);
+    IrValue e = transpose(g, d);
+    IrValue f = transpose(g, e);
     fetch(g, "f:0", f);
     run_pass(g, pass_memplan);
     /* x and f pinned; b [1,2], c [2,3], d [3,4], e [4,5]: b/d and c/e can
@@ -245,6 +259,57 @@ START_TEST(test_memplan_chain_reuses)
     ck_assert_int_lt(g->arena_bytes, g->unplanned_bytes);
     ck_assert_int_ne(b.node->out[0].offset, c.node->out[0].offset);
     ck_assert_int_ne(x.node->out[0].offset, f.node->out[0].offset);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_memplan_fuses_elementwise_chain)
+{
+    IrGraph *g = new_graph();
+    IrValue x = feed(g, "x:0", 1024);
+    IrValue b = un(g, OP_RELU, x);    /* -> c: fused */
+    IrValue c = un(g, OP_NEG, b);     /* -> d: fused */
+    IrValue d = un(g, OP_EXP, c);     /* fetched: keeps its buffer */
+    IrValue e = bin(g, OP_ADD, d, x); /* -> f: fused */
+    IrValue f = un(g, OP_SQRT, e);    /* -> s: fused */
+    IrValue s = un(g, OP_SQUARE, f);  /* used twice, by one node: fused */
+    IrValue r = bin(g, OP_MUL, s, s); /* -> abs: fused */
+    Status st = ST_INIT;
+    IrValue a = un(g, OP_ABS, r);     /* feeds a COPY: keeps its buffer */
+    IrShape s2 = ir_shape_make(2, (int64_t[]){32, 32});
+    IrValue q = ir_reshape(g, a, &s2, &st);
+    IrValue u = un(g, OP_NEG, x);     /* two consumer nodes: keeps its buffer */
+    IrValue v1 = bin(g, OP_ADD, u, x);
+    IrValue v2 = bin(g, OP_MUL, u, x);
+    IrValue w = bin(g, OP_SUB, v1, v2);
+    IrShape s1 = ir_shape_make(1, (int64_t[]){1});
+    IrValue one = ir_const(g, TCRT_F32, &s1, (float[]){1}, &st);
+    IrValue bc = bin(g, OP_ADD, one, one); /* [1] into a [1024] consumer: other shape */
+    IrValue z = bin(g, OP_ADD, w, bc);
+    ck_assert(st_ok(&st));
+    fetch(g, "d:0", d);
+    fetch(g, "q:0", q);
+    fetch(g, "z:0", z);
+    run_pass(g, pass_memplan);
+    ck_assert_int_eq(b.node->out[0].offset, PASS_OFFSET_FUSED);
+    ck_assert_int_eq(c.node->out[0].offset, PASS_OFFSET_FUSED);
+    ck_assert_int_ge(d.node->out[0].offset, 0);
+    ck_assert_int_eq(e.node->out[0].offset, PASS_OFFSET_FUSED);
+    ck_assert_int_eq(f.node->out[0].offset, PASS_OFFSET_FUSED);
+    ck_assert_int_eq(s.node->out[0].offset, PASS_OFFSET_FUSED);
+    ck_assert_int_eq(r.node->out[0].offset, PASS_OFFSET_FUSED);
+    ck_assert_int_ge(a.node->out[0].offset, 0);
+    ck_assert_int_ge(u.node->out[0].offset, 0);
+    ck_assert_int_eq(v1.node->out[0].offset, PASS_OFFSET_FUSED);
+    ck_assert_int_eq(v2.node->out[0].offset, PASS_OFFSET_FUSED);
+    ck_assert_int_eq(w.node->out[0].offset, PASS_OFFSET_FUSED);
+    ck_assert_int_ge(bc.node->out[0].offset, 0);
+    ck_assert_int_ge(z.node->out[0].offset, 0);
+    /* x is read by fused e at d..f's root (a's position): u's buffer and
+     * a's never overlap x (pinned anyway); a (root of e,f,s,r) must not
+     * overlap d, which it reads. */
+    int64_t ao = a.node->out[0].offset, dof = d.node->out[0].offset;
+    ck_assert(ao + 4096 <= dof || dof + 4096 <= ao);
     ir_graph_free(g);
 }
 END_TEST
@@ -304,6 +369,7 @@ static uint32_t rnd(uint32_t n)
 START_TEST(test_memplan_random_dags_no_overlap)
 {
     static const int64_t sizes[3] = {16, 100, 1000};
+    int total_fused = 0;
     for (int trial = 0; trial < 60; trial++) {
         rng_state = 12345u + (uint32_t)trial * 7919u;
         IrGraph *g = new_graph();
@@ -351,10 +417,33 @@ START_TEST(test_memplan_random_dags_no_overlap)
         }
         run_pass(g, pass_memplan);
 
-        /* Lifetimes recomputed here: producer position .. last consumer, whole
-         * run for args and fetched values. */
+        /* Lifetimes recomputed here: producer position .. last read, whole
+         * run for args and fetched values.  A fused node (no buffer) must be
+         * elementwise with one consumer node, elementwise of the same shape,
+         * and not fetched; its reads happen where its fusion root runs. */
         int n = g->n_nodes;
         int *start = calloc((size_t)n, sizeof(int)), *end = calloc((size_t)n, sizeof(int));
+        int *eff = calloc((size_t)n, sizeof(int));
+        for (int i = n - 1; i >= 0; i--) {
+            IrNode *p = g->nodes[i];
+            eff[i] = i;
+            if (p->out[0].offset != PASS_OFFSET_FUSED)
+                continue;
+            int consumer = -1;
+            for (int j = i + 1; j < n; j++)
+                for (int k = 0; k < g->nodes[j]->n_inputs; k++)
+                    if (g->nodes[j]->inputs[k].node == p) {
+                        ck_assert(consumer == -1 || consumer == j);
+                        consumer = j;
+                    }
+            ck_assert_int_ge(consumer, 0);
+            ck_assert_int_eq(ir_op_info(p->op)->kind, K_ELEM);
+            ck_assert_int_eq(ir_op_info(g->nodes[consumer]->op)->kind, K_ELEM);
+            ck_assert(ir_shape_eq(&p->out[0].type.shape, &g->nodes[consumer]->out[0].type.shape));
+            for (int f = 0; f < g->n_fetches; f++)
+                ck_assert_ptr_ne(g->fetches[f].value.node, p);
+            eff[i] = eff[consumer];
+        }
         for (int i = 0; i < n; i++) {
             IrNode *p = g->nodes[i];
             start[i] = end[i] = i;
@@ -364,8 +453,8 @@ START_TEST(test_memplan_random_dags_no_overlap)
             }
             for (int j = i + 1; j < n; j++)
                 for (int k = 0; k < g->nodes[j]->n_inputs; k++)
-                    if (g->nodes[j]->inputs[k].node == p && end[i] < j)
-                        end[i] = j;
+                    if (g->nodes[j]->inputs[k].node == p && end[i] < eff[j])
+                        end[i] = eff[j];
             for (int f = 0; f < g->n_fetches; f++)
                 if (g->fetches[f].value.node == p) {
                     start[i] = 0;
@@ -383,14 +472,21 @@ START_TEST(test_memplan_random_dags_no_overlap)
                     if (g->nodes[j] == p->inputs[0].node)
                         root[i] = root[j];
         }
+        int n_fused = 0;
         for (int i = 0; i < n; i++) {
             IrNode *p = g->nodes[i];
             int64_t off = p->out[0].offset, sz = (int64_t)ir_type_bytes(&p->out[0].type);
+            if (off == PASS_OFFSET_FUSED) {
+                n_fused++;
+                continue;
+            }
             ck_assert_int_ge(off, 0);
             ck_assert_int_eq(off % 64, 0);
             ck_assert_int_le(off + sz, g->arena_bytes);
             for (int j = i + 1; j < n; j++) {
                 IrNode *q = g->nodes[j];
+                if (q->out[0].offset == PASS_OFFSET_FUSED)
+                    continue;
                 bool live_together = start[i] <= end[j] && start[j] <= end[i];
                 if (!live_together || root[i] == root[j])
                     continue;
@@ -400,11 +496,14 @@ START_TEST(test_memplan_random_dags_no_overlap)
             }
         }
         ck_assert_int_le(g->arena_bytes, g->unplanned_bytes);
+        total_fused += n_fused;
         free(start);
         free(end);
+        free(eff);
         free(root);
         ir_graph_free(g);
     }
+    ck_assert_int_gt(total_fused, 0); /* the fused path was exercised */
 }
 END_TEST
 
@@ -452,6 +551,19 @@ START_TEST(test_pipeline_table_and_disable)
     g = dup_graph();
     ck_assert_msg(pass_run_pipeline(g, NULL, &st), "%s", st.msg);
     ck_assert_int_eq(count_op(g, OP_ADD), 1);
+    ir_graph_free(g);
+
+    /* unknown names are errors that list the passes */
+    g = dup_graph();
+    const char *bogus[] = {"fusion"};
+    PipelineOptions bad = {.disabled = bogus, .n_disabled = 1};
+    ck_assert(!pass_run_pipeline(g, &bad, &st));
+    ck_assert_str_eq(st.msg, "--disable-pass: unknown pass 'fusion' (passes: fold, cse, dce, memplan)");
+    Status st2 = ST_INIT;
+    PipelineOptions bad2 = {.dump_after = "csee", .dump_dir = "/tmp"};
+    ck_assert(!pass_run_pipeline(g, &bad2, &st2));
+    ck_assert_str_eq(st2.msg,
+                     "--dump-after: unknown pass 'csee' (passes: fold, cse, dce, memplan, or all)");
     ir_graph_free(g);
 }
 END_TEST
@@ -502,6 +614,7 @@ static Suite *passes_suite(void)
     tcase_add_test(tc, test_dce_keeps_control_deps);
     tcase_add_test(tc, test_fold_const_subgraph);
     tcase_add_test(tc, test_memplan_chain_reuses);
+    tcase_add_test(tc, test_memplan_fuses_elementwise_chain);
     tcase_add_test(tc, test_memplan_reshape_in_place);
     tcase_add_test(tc, test_memplan_consts_and_fetched_const);
     tcase_add_test(tc, test_memplan_random_dags_no_overlap);

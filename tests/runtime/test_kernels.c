@@ -118,6 +118,15 @@ START_TEST(conv_depthwise)
     out = ten(TCRT_F32, y, 4, 1, 1, 1, 2);
     ck_assert_int_eq(tcrt_ref_conv2d(in, 2, &out, 1, &p), TCRT_OK);
     expect_f(y, (float[]){10, -3}, 2, 0);
+    /* grouped (not depthwise): x [2,3] (C=2), w 1x1x1x2 = [10,100] (CI=1 -> 2 groups, O=2):
+     * out[0] = x[0]*10 = 20 (group 0), out[1] = x[1]*100 = 300 (group 1) */
+    float w3[2] = {10, 100};
+    in[0] = ten(TCRT_F32, x, 4, 1, 1, 1, 2);
+    in[1] = ten(TCRT_F32, w3, 4, 1, 1, 1, 2);
+    out = ten(TCRT_F32, y, 4, 1, 1, 1, 2);
+    p.i[TCRT_CONV_DEPTHWISE] = 0;
+    ck_assert_int_eq(tcrt_ref_conv2d(in, 2, &out, 1, &p), TCRT_OK);
+    expect_f(y, (float[]){20, 300}, 2, 0);
 }
 END_TEST
 

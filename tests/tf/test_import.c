@@ -204,7 +204,7 @@ START_TEST(test_feed_cuts_graph)
     import_opts(b, NULL, &f, 1, "out");
     ck_assert_msg(gr != NULL, "%s", st.msg);
     ck_assert_int_eq(gr->feeds[0].arg->out[0].type.dtype, TCRT_F32);
-    ck_assert_int_eq(ir_graph_live_count(gr), 2);   /* arg, neg */
+    ck_assert_int_eq(ir_graph_live_count(gr), 2); /* arg, neg */
 }
 END_TEST
 
@@ -311,7 +311,8 @@ START_TEST(test_const_errors)
     raw->tensor_content.data = (uint8_t *)rv;
     raw->tensor_content.len = sizeof rv;
     st = (Status)ST_INIT;
-    import_err(b, NULL, NULL, 0, "r", "node 'r' (Const): tensor_content has 8 bytes, shape [3] of float32 needs 12");
+    import_err(b, NULL, NULL, 0, "r",
+               "node 'r' (Const): tensor_content has 8 bytes, shape [3] of float32 needs 12");
 
     /* A string constant is an error only when it is needed. */
     b = tb_new();
@@ -331,12 +332,12 @@ START_TEST(test_prune_and_control_inputs)
 {
     Tb *b = tb_new();
     tb_const_f(b, "c", 1, TB_DIMS(2), 2, TB_F(1, -1));
-    tb_node(b, "save", "SaveV2", "c", NULL);              /* unsupported, not needed */
-    tb_node(b, "assign", "Assign", "c", NULL);            /* only a control input */
+    tb_node(b, "save", "SaveV2", "c", NULL);   /* unsupported, not needed */
+    tb_node(b, "assign", "Assign", "c", NULL); /* only a control input */
     tb_node(b, "y", "Relu", "c", "^assign", NULL);
     import_ok(b, "y");
     expect_f32(1, TB_DIMS(2), TB_F(1, 0));
-    ck_assert_int_eq(ir_graph_live_count(gr), 2);        /* c and the folded relu; DCE drops c later */
+    ck_assert_int_eq(ir_graph_live_count(gr), 2); /* c and the folded relu; DCE drops c later */
 }
 END_TEST
 
@@ -368,6 +369,26 @@ START_TEST(test_err_cycle)
     import_err(b, NULL, NULL, 0, "a", "graph has a cycle through node 'a' (Neg)");
     st = (Status)ST_INIT;
     import_err(b, "model.pb", NULL, 0, "b", "model.pb: graph has a cycle through node 'b' (Neg)");
+}
+END_TEST
+
+/* A v1 while loop (Enter -> Merge -> ... -> NextIteration -> Merge) is a
+ * cycle through NextIteration's back edge: reported as unsupported ops. */
+START_TEST(test_err_while_loop_ops)
+{
+    Tb *b = tb_new();
+    tb_const_f(b, "c", 0, NULL, 1, TB_F(1));
+    tb_node(b, "enter", "Enter", "c", NULL);
+    tb_node(b, "merge", "Merge", "enter", "next", NULL);
+    tb_node(b, "body", "Neg", "merge", NULL);
+    tb_node(b, "next", "NextIteration", "body", NULL);
+    tb_node(b, "exit", "Exit", "merge", NULL);
+    import_opts(b, NULL, NULL, 0, "exit");
+    ck_assert_ptr_null(gr);
+    ck_assert_msg(strstr(st.msg, "unsupported TensorFlow op 'Merge' (node 'merge')") != NULL, "%s", st.msg);
+    ck_assert_msg(strstr(st.msg, "unsupported TensorFlow op 'NextIteration' (node 'next')") != NULL, "%s",
+                  st.msg);
+    ck_assert_msg(strstr(st.msg, "cycle") == NULL, "%s", st.msg);
 }
 END_TEST
 
@@ -403,14 +424,29 @@ START_TEST(test_err_unsupported_all_reported)
     tb_const_f(b, "c", 0, NULL, 1, TB_F(1));
     tb_node(b, "f1", "Foo", "c", NULL);
     tb_node(b, "b1", "Bar", "f1", NULL);
-    tb_node(b, "f2", "Foo", "b1", NULL);                  /* same type: reported once */
+    tb_node(b, "f2", "Foo", "b1", NULL); /* same type: reported once */
     tb_node(b, "y", "Neg", "f2", NULL);
     import_opts(b, "g.pbtxt", NULL, 0, "y");
     ck_assert_ptr_null(gr);
-    ck_assert_msg(strstr(st.msg, "g.pbtxt: unsupported TensorFlow op 'Foo' (node 'f1')") != NULL, "%s", st.msg);
-    ck_assert_msg(strstr(st.msg, "g.pbtxt: unsupported TensorFlow op 'Bar' (node 'b1')") != NULL, "%s", st.msg);
+    ck_assert_msg(strstr(st.msg, "g.pbtxt: unsupported TensorFlow op 'Foo' (node 'f1')") != NULL, "%s",
+                  st.msg);
+    ck_assert_msg(strstr(st.msg, "g.pbtxt: unsupported TensorFlow op 'Bar' (node 'b1')") != NULL, "%s",
+                  st.msg);
     ck_assert_msg(strstr(st.msg, "'f2'") == NULL, "%s", st.msg);
     ck_assert_int_eq(st.n_errors, 2);
+}
+END_TEST
+
+/* Errors raised by the IR builder during lowering get the file prefix too. */
+START_TEST(test_err_ir_builder_prefixed)
+{
+    Tb *b = tb_new();
+    tb_const_f(b, "x", 1, TB_DIMS(2), 2, TB_F(1, 2));
+    tb_const_f(b, "y", 1, TB_DIMS(3), 3, TB_F(1, 2, 3));
+    tb_node(b, "a", "Add", "x", "y", NULL);
+    import_opts(b, "m.pb", NULL, 0, "a");
+    ck_assert_ptr_null(gr);
+    ck_assert_msg(strncmp(st.msg, "m.pb: node 'a' (Add): ", 22) == 0, "%s", st.msg);
 }
 END_TEST
 
@@ -481,7 +517,7 @@ START_TEST(test_op_table)
     ck_assert(!tf_op_supported(NULL));
     Seen s = {0, true, false, false, false, ""};
     tf_ops_foreach(visit, &s);
-    ck_assert(s.sorted);              /* strictly increasing: no duplicates */
+    ck_assert(s.sorted); /* strictly increasing: no duplicates */
     ck_assert(s.conv && s.cnst && s.relu);
     ck_assert_int_gt(s.n, 80);
 }
@@ -507,9 +543,11 @@ static Suite *import_suite(void)
     tcase_add_test(tc, test_prune_and_control_inputs);
     tcase_add_test(tc, test_deep_chain_no_recursion);
     tcase_add_test(tc, test_err_cycle);
+    tcase_add_test(tc, test_err_while_loop_ops);
     tcase_add_test(tc, test_err_dangling);
     tcase_add_test(tc, test_err_bad_output_index);
     tcase_add_test(tc, test_err_unsupported_all_reported);
+    tcase_add_test(tc, test_err_ir_builder_prefixed);
     tcase_add_test(tc, test_err_placeholder_not_fed);
     tcase_add_test(tc, test_err_names);
     tcase_add_test(tc, test_err_missing_attr_and_bad_format);

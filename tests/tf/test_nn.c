@@ -38,7 +38,10 @@ static void import_feeds(Tb *b, const TfFeedSpec *feeds, int n_feeds, const char
     ck_assert_msg(gr != NULL, "import failed: %s", st.msg);
 }
 
-static void import_ok(Tb *b, const char *fetch) { import_feeds(b, NULL, 0, fetch); }
+static void import_ok(Tb *b, const char *fetch)
+{
+    import_feeds(b, NULL, 0, fetch);
+}
 
 static void import_err(Tb *b, const char *fetch, const char *want)
 {
@@ -69,11 +72,14 @@ static void expect_f32_tol(int rank, const int64_t *dims, const float *want, flo
         cnt *= dims[d];
     const float *got = n->data;
     for (int64_t j = 0; j < cnt; j++)
-        ck_assert_msg(fabsf(got[j] - want[j]) <= tol, "element %lld: got %.7g want %.7g", (long long)j, got[j],
-                      want[j]);
+        ck_assert_msg(fabsf(got[j] - want[j]) <= tol, "element %lld: got %.7g want %.7g", (long long)j,
+                      got[j], want[j]);
 }
 
-static void expect_f32(int rank, const int64_t *dims, const float *want) { expect_f32_tol(rank, dims, want, 1e-5f); }
+static void expect_f32(int rank, const int64_t *dims, const float *want)
+{
+    expect_f32_tol(rank, dims, want, 1e-5f);
+}
 
 /* 1x4x4x1 ramp 1..16, row-major:
  *    1  2  3  4
@@ -82,7 +88,8 @@ static void expect_f32(int rank, const int64_t *dims, const float *want) { expec
  *   13 14 15 16 */
 static void ramp4(Tb *b)
 {
-    tb_const_f(b, "x", 4, TB_DIMS(1, 4, 4, 1), 16, TB_F(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16));
+    tb_const_f(b, "x", 4, TB_DIMS(1, 4, 4, 1), 16,
+               TB_F(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16));
 }
 
 static Tensorflow__NodeDef *conv(Tb *b, const char *op, const char *padding, int64_t s, const char *w)
@@ -239,7 +246,8 @@ START_TEST(test_fused_conv_batchnorm_relu)
     tb_const_f(b, "offset", 1, TB_DIMS(1), 1, TB_F(1));
     tb_const_f(b, "mean", 1, TB_DIMS(1), 1, TB_F(1));
     tb_const_f(b, "var", 1, TB_DIMS(1), 1, TB_F(3));
-    Tensorflow__NodeDef *c = tb_node(b, "conv", "_FusedConv2D", "x", "w", "scale", "offset", "mean", "var", NULL);
+    Tensorflow__NodeDef *c =
+        tb_node(b, "conv", "_FusedConv2D", "x", "w", "scale", "offset", "mean", "var", NULL);
     tb_attr_s(c, "padding", "SAME");
     tb_attr_ints(c, "strides", 4, TB_DIMS(1, 1, 1, 1));
     tb_attr_strs(c, "fused_ops", 2, (const char *[]){"FusedBatchNorm", "Relu"});
@@ -339,7 +347,8 @@ START_TEST(test_fused_batch_norm_inference)
     tb_const_f(b, "offset", 1, TB_DIMS(2), 2, TB_F(1, 0));
     tb_const_f(b, "mean", 1, TB_DIMS(2), 2, TB_F(1, 2));
     tb_const_f(b, "var", 1, TB_DIMS(2), 2, TB_F(3, 0));
-    Tensorflow__NodeDef *n = tb_node(b, "bn", "FusedBatchNormV3", "x", "scale", "offset", "mean", "var", NULL);
+    Tensorflow__NodeDef *n =
+        tb_node(b, "bn", "FusedBatchNormV3", "x", "scale", "offset", "mean", "var", NULL);
     tb_attr_f(n, "epsilon", 1.0f);
     tb_attr_b(n, "is_training", false);
     import_ok(b, "bn");
@@ -357,7 +366,8 @@ START_TEST(test_fused_batch_norm_training)
     tb_const_f(b, "scale", 1, TB_DIMS(1), 1, TB_F(1));
     tb_const_f(b, "offset", 1, TB_DIMS(1), 1, TB_F(0));
     tb_const_f(b, "empty", 1, TB_DIMS(0), 0, NULL);
-    Tensorflow__NodeDef *n = tb_node(b, "bn", "FusedBatchNorm", "x", "scale", "offset", "empty", "empty", NULL);
+    Tensorflow__NodeDef *n =
+        tb_node(b, "bn", "FusedBatchNorm", "x", "scale", "offset", "empty", "empty", NULL);
     tb_attr_f(n, "epsilon", 0.0f);
     import_ok(b, "bn");
     expect_f32(4, TB_DIMS(1, 1, 2, 1), TB_F(-1, 1));
@@ -600,6 +610,65 @@ START_TEST(test_random_uniform)
 }
 END_TEST
 
+/* IsNan / IsInf / IsFinite on {1, nan, inf, -inf}. */
+START_TEST(test_is_nan_inf_finite)
+{
+    const char *ops[3] = {"IsNan", "IsInf", "IsFinite"};
+    const uint8_t want[3][4] = {{0, 1, 0, 0}, {0, 0, 1, 1}, {1, 0, 0, 0}};
+    for (int k = 0; k < 3; k++) {
+        Tb *b = tb_new();
+        tb_const_f(b, "x", 1, TB_DIMS(4), 4, TB_F(1, NAN, INFINITY, -INFINITY));
+        tb_node(b, "y", ops[k], "x", NULL);
+        import_ok(b, "y");
+        const uint8_t *v = fetched_const(TCRT_BOOL, 1, TB_DIMS(4))->data;
+        for (int i = 0; i < 4; i++)
+            ck_assert_msg(v[i] == want[k][i], "%s[%d] = %d", ops[k], i, v[i]);
+        ir_graph_free(gr);
+        gr = NULL;
+    }
+}
+END_TEST
+
+/* L2Loss of [[1,2],[3,4]]: (1+4+9+16)/2 = 15, a scalar.
+ * ClipByValue({-5, 0.5, 5}, -1, 1) = {-1, 0.5, 1}. */
+START_TEST(test_l2loss_clip)
+{
+    Tb *b = tb_new();
+    tb_const_f(b, "x", 2, TB_DIMS(2, 2), 4, TB_F(1, 2, 3, 4));
+    tb_node(b, "l2", "L2Loss", "x", NULL);
+    import_ok(b, "l2");
+    expect_f32(0, NULL, TB_F(15));
+    ir_graph_free(gr);
+    gr = NULL;
+    tb_const_f(b, "v", 1, TB_DIMS(3), 3, TB_F(-5, 0.5f, 5));
+    tb_const_f(b, "lo", 0, NULL, 1, TB_F(-1));
+    tb_const_f(b, "hi", 0, NULL, 1, TB_F(1));
+    tb_node(b, "clip", "ClipByValue", "v", "lo", "hi", NULL);
+    import_ok(b, "clip");
+    expect_f32(1, TB_DIMS(3), TB_F(-1, 0.5f, 1));
+}
+END_TEST
+
+/* BatchNormWithGlobalNormalization, x [1,1,1,2] = {3, 5}, m {1, 1},
+ * v {3, 0}, beta {0, 1}, gamma {2, 2}, eps 1, scale_after_normalization:
+ *   (3-1)/sqrt(4)*2 + 0 = 2,   (5-1)/sqrt(1)*2 + 1 = 9 */
+START_TEST(test_batch_norm_global)
+{
+    Tb *b = tb_new();
+    tb_const_f(b, "x", 4, TB_DIMS(1, 1, 1, 2), 2, TB_F(3, 5));
+    tb_const_f(b, "m", 1, TB_DIMS(2), 1, TB_F(1));
+    tb_const_f(b, "v", 1, TB_DIMS(2), 2, TB_F(3, 0));
+    tb_const_f(b, "beta", 1, TB_DIMS(2), 2, TB_F(0, 1));
+    tb_const_f(b, "gamma", 1, TB_DIMS(2), 1, TB_F(2));
+    Tensorflow__NodeDef *n =
+        tb_node(b, "bn", "BatchNormWithGlobalNormalization", "x", "m", "v", "beta", "gamma", NULL);
+    tb_attr_f(n, "variance_epsilon", 1.0f);
+    tb_attr_b(n, "scale_after_normalization", true);
+    import_ok(b, "bn");
+    expect_f32(4, TB_DIMS(1, 1, 1, 2), TB_F(2, 9));
+}
+END_TEST
+
 START_TEST(test_nn_errors)
 {
     Tb *b = tb_new();
@@ -655,6 +724,9 @@ static Suite *nn_suite(void)
     tcase_add_test(tc, test_select_rows);
     tcase_add_test(tc, test_cast_and_compare);
     tcase_add_test(tc, test_random_uniform);
+    tcase_add_test(tc, test_is_nan_inf_finite);
+    tcase_add_test(tc, test_l2loss_clip);
+    tcase_add_test(tc, test_batch_norm_global);
     tcase_add_test(tc, test_nn_errors);
     suite_add_tcase(s, tc);
     return s;

@@ -206,7 +206,8 @@ static inline void tb_attr_shape(Tensorflow__NodeDef *nd, const char *key, int r
 }
 
 /* A Const whose `value` tensor the caller fills in (returned). */
-static inline Tensorflow__TensorProto *tb_const(Tb *b, const char *name, int dtype, int rank, const int64_t *dims)
+static inline Tensorflow__TensorProto *tb_const(Tb *b, const char *name, int dtype, int rank,
+                                                const int64_t *dims)
 {
     Tensorflow__NodeDef *nd = tb_node(b, name, "Const", NULL);
     tb_attr_type(nd, "dtype", dtype);
@@ -221,7 +222,8 @@ static inline Tensorflow__TensorProto *tb_const(Tb *b, const char *name, int dty
 }
 
 /* Float32 Const with n float_val entries (n may be < count: splat). */
-static inline void tb_const_f(Tb *b, const char *name, int rank, const int64_t *dims, int n, const float *vals)
+static inline void tb_const_f(Tb *b, const char *name, int rank, const int64_t *dims, int n,
+                              const float *vals)
 {
     Tensorflow__TensorProto *t = tb_const(b, name, 1 /* DT_FLOAT */, rank, dims);
     t->n_float_val = (size_t)n;
@@ -230,7 +232,8 @@ static inline void tb_const_f(Tb *b, const char *name, int rank, const int64_t *
         memcpy(t->float_val, vals, sizeof(float) * (size_t)n);
 }
 
-static inline void tb_const_i32(Tb *b, const char *name, int rank, const int64_t *dims, int n, const int32_t *vals)
+static inline void tb_const_i32(Tb *b, const char *name, int rank, const int64_t *dims, int n,
+                                const int32_t *vals)
 {
     Tensorflow__TensorProto *t = tb_const(b, name, 3 /* DT_INT32 */, rank, dims);
     t->n_int_val = (size_t)n;
@@ -240,7 +243,8 @@ static inline void tb_const_i32(Tb *b, const char *name, int rank, const int64_t
 }
 
 /* Placeholder of dtype with a `shape` attr (rank -1: unknown rank). */
-static inline Tensorflow__NodeDef *tb_placeholder(Tb *b, const char *name, int dtype, int rank, const int64_t *dims)
+static inline Tensorflow__NodeDef *tb_placeholder(Tb *b, const char *name, int dtype, int rank,
+                                                  const int64_t *dims)
 {
     Tensorflow__NodeDef *nd = tb_node(b, name, "Placeholder", NULL);
     tb_attr_type(nd, "dtype", dtype);
