@@ -264,8 +264,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         if (!feed_file[j]) {
             char sig[256];
             fmt_sig(sig, sizeof sig, m->args[j].dtype, m->args[j].rank, m->args[j].dims);
-            errorf("missing feed '%s' (%s); pass --feed %s=FILE.npy", m->args[j].name, sig,
-                   m->args[j].name);
+            errorf("missing feed '%s' (%s); pass --feed %s=FILE.npy", m->args[j].name, sig, m->args[j].name);
             rc = EXIT_USAGE;
             goto done;
         }

@@ -42,34 +42,56 @@ static tcrt_status fail(char *err, size_t errlen, tcrt_status s, const char *pat
 static tcrt_dtype descr_dtype(char kind, int size)
 {
     switch (kind) {
-    case 'f': return size == 4 ? TCRT_F32 : size == 8 ? TCRT_F64 : size == 2 ? TCRT_F16 : TCRT_INVALID;
+    case 'f':
+        return size == 4 ? TCRT_F32 : size == 8 ? TCRT_F64 : size == 2 ? TCRT_F16 : TCRT_INVALID;
     case 'i':
-        return size == 1 ? TCRT_I8 : size == 2 ? TCRT_I16 : size == 4 ? TCRT_I32 : size == 8 ? TCRT_I64
-                                                                                          : TCRT_INVALID;
+        return size == 1   ? TCRT_I8
+               : size == 2 ? TCRT_I16
+               : size == 4 ? TCRT_I32
+               : size == 8 ? TCRT_I64
+                           : TCRT_INVALID;
     case 'u':
-        return size == 1 ? TCRT_U8 : size == 2 ? TCRT_U16 : size == 4 ? TCRT_U32 : size == 8 ? TCRT_U64
-                                                                                          : TCRT_INVALID;
-    case 'b': return size == 1 ? TCRT_BOOL : TCRT_INVALID;
-    default: return TCRT_INVALID;
+        return size == 1   ? TCRT_U8
+               : size == 2 ? TCRT_U16
+               : size == 4 ? TCRT_U32
+               : size == 8 ? TCRT_U64
+                           : TCRT_INVALID;
+    case 'b':
+        return size == 1 ? TCRT_BOOL : TCRT_INVALID;
+    default:
+        return TCRT_INVALID;
     }
 }
 
 static const char *dtype_descr(tcrt_dtype dt)
 {
     switch (dt) {
-    case TCRT_F32: return "<f4";
-    case TCRT_F64: return "<f8";
-    case TCRT_F16: return "<f2";
-    case TCRT_I32: return "<i4";
-    case TCRT_I64: return "<i8";
-    case TCRT_I16: return "<i2";
-    case TCRT_U16: return "<u2";
-    case TCRT_U32: return "<u4";
-    case TCRT_U64: return "<u8";
-    case TCRT_I8: return "|i1";
-    case TCRT_U8: return "|u1";
-    case TCRT_BOOL: return "|b1";
-    default: return NULL;
+    case TCRT_F32:
+        return "<f4";
+    case TCRT_F64:
+        return "<f8";
+    case TCRT_F16:
+        return "<f2";
+    case TCRT_I32:
+        return "<i4";
+    case TCRT_I64:
+        return "<i8";
+    case TCRT_I16:
+        return "<i2";
+    case TCRT_U16:
+        return "<u2";
+    case TCRT_U32:
+        return "<u4";
+    case TCRT_U64:
+        return "<u8";
+    case TCRT_I8:
+        return "|i1";
+    case TCRT_U8:
+        return "|u1";
+    case TCRT_BOOL:
+        return "|b1";
+    default:
+        return NULL;
     }
 }
 
@@ -128,8 +150,8 @@ static bool parse_word(Lex *lx, const char *w)
 
 typedef struct Header {
     char descr[32];
-    int fortran;   /* -1 unset, 0, 1 */
-    int rank;      /* -1 unset */
+    int fortran; /* -1 unset, 0, 1 */
+    int rank;    /* -1 unset */
     int64_t dims[TCRT_MAX_RANK];
     bool has_descr;
 } Header;
@@ -154,7 +176,7 @@ static const char *parse_shape(Lex *lx, Header *h)
             v = v * 10 + dgt;
             lx->s++;
         }
-        if (lx->s < lx->end && *lx->s == 'L')  /* Python 2 long suffix */
+        if (lx->s < lx->end && *lx->s == 'L') /* Python 2 long suffix */
             lx->s++;
         if (h->rank >= TCRT_MAX_RANK)
             return "rank exceeds 8 (the runtime's maximum)";
@@ -282,7 +304,8 @@ tcrt_status tcrt_npy_read(const char *path, tcrt_tensor *out, char *err, size_t 
         goto done;
     }
     if (h.fortran) {
-        st = fail(err, errlen, TCRT_ERR_FORMAT, path, "fortran_order True is not supported (save C-order arrays)");
+        st = fail(err, errlen, TCRT_ERR_FORMAT, path,
+                  "fortran_order True is not supported (save C-order arrays)");
         goto done;
     }
     /* descr: byte order char (optional), kind char, decimal size */
@@ -322,8 +345,8 @@ tcrt_status tcrt_npy_read(const char *path, tcrt_tensor *out, char *err, size_t 
     if (rest != nbytes) {
         st = fail(err, errlen, TCRT_ERR_FORMAT, path,
                   "data size %llu bytes does not match the header (%s, %llu elements = %llu bytes)%s",
-                  (unsigned long long)rest, h.descr, (unsigned long long)count,
-                  (unsigned long long)nbytes, rest < nbytes ? ": truncated data" : "");
+                  (unsigned long long)rest, h.descr, (unsigned long long)count, (unsigned long long)nbytes,
+                  rest < nbytes ? ": truncated data" : "");
         goto done;
     }
     data = malloc(nbytes ? (size_t)nbytes : 1);

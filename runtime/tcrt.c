@@ -17,11 +17,25 @@ static int n_threads = 1;
 size_t tcrt_dtype_size(tcrt_dtype dt)
 {
     switch (dt) {
-    case TCRT_F32: case TCRT_I32: case TCRT_U32: return 4;
-    case TCRT_F64: case TCRT_I64: case TCRT_U64: return 8;
-    case TCRT_U8: case TCRT_I8: case TCRT_BOOL: return 1;
-    case TCRT_I16: case TCRT_U16: case TCRT_F16: return 2;
-    case TCRT_STRING: case TCRT_INVALID: break;
+    case TCRT_F32:
+    case TCRT_I32:
+    case TCRT_U32:
+        return 4;
+    case TCRT_F64:
+    case TCRT_I64:
+    case TCRT_U64:
+        return 8;
+    case TCRT_U8:
+    case TCRT_I8:
+    case TCRT_BOOL:
+        return 1;
+    case TCRT_I16:
+    case TCRT_U16:
+    case TCRT_F16:
+        return 2;
+    case TCRT_STRING:
+    case TCRT_INVALID:
+        break;
     }
     return 0;
 }
@@ -29,20 +43,34 @@ size_t tcrt_dtype_size(tcrt_dtype dt)
 const char *tcrt_dtype_name(tcrt_dtype dt)
 {
     switch (dt) {
-    case TCRT_F32: return "float32";
-    case TCRT_F64: return "float64";
-    case TCRT_I32: return "int32";
-    case TCRT_U8: return "uint8";
-    case TCRT_I16: return "int16";
-    case TCRT_I8: return "int8";
-    case TCRT_STRING: return "string";
-    case TCRT_I64: return "int64";
-    case TCRT_BOOL: return "bool";
-    case TCRT_U16: return "uint16";
-    case TCRT_F16: return "float16";
-    case TCRT_U32: return "uint32";
-    case TCRT_U64: return "uint64";
-    case TCRT_INVALID: break;
+    case TCRT_F32:
+        return "float32";
+    case TCRT_F64:
+        return "float64";
+    case TCRT_I32:
+        return "int32";
+    case TCRT_U8:
+        return "uint8";
+    case TCRT_I16:
+        return "int16";
+    case TCRT_I8:
+        return "int8";
+    case TCRT_STRING:
+        return "string";
+    case TCRT_I64:
+        return "int64";
+    case TCRT_BOOL:
+        return "bool";
+    case TCRT_U16:
+        return "uint16";
+    case TCRT_F16:
+        return "float16";
+    case TCRT_U32:
+        return "uint32";
+    case TCRT_U64:
+        return "uint64";
+    case TCRT_INVALID:
+        break;
     }
     return "invalid";
 }
@@ -65,14 +93,22 @@ int64_t tcrt_tensor_count(const tcrt_tensor *t)
 const char *tcrt_status_str(tcrt_status s)
 {
     switch (s) {
-    case TCRT_OK: return "ok";
-    case TCRT_ERR_ARG: return "bad argument";
-    case TCRT_ERR_DTYPE: return "wrong dtype";
-    case TCRT_ERR_SHAPE: return "wrong shape";
-    case TCRT_ERR_IO: return "I/O error";
-    case TCRT_ERR_FORMAT: return "malformed file";
-    case TCRT_ERR_NOMEM: return "out of memory";
-    case TCRT_ERR_RUNTIME: return "runtime error";
+    case TCRT_OK:
+        return "ok";
+    case TCRT_ERR_ARG:
+        return "bad argument";
+    case TCRT_ERR_DTYPE:
+        return "wrong dtype";
+    case TCRT_ERR_SHAPE:
+        return "wrong shape";
+    case TCRT_ERR_IO:
+        return "I/O error";
+    case TCRT_ERR_FORMAT:
+        return "malformed file";
+    case TCRT_ERR_NOMEM:
+        return "out of memory";
+    case TCRT_ERR_RUNTIME:
+        return "runtime error";
     }
     return "unknown status";
 }
@@ -94,8 +130,8 @@ void tcrt_output_filename(const char *tensor, char *buf, size_t n)
     size_t j = 0;
     for (const char *s = tensor ? tensor : ""; *s && j + 1 < n; s++) {
         char c = *s;
-        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '-';
+        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                 c == '_' || c == '-';
         buf[j++] = ok ? c : '_';
     }
     buf[j] = 0;

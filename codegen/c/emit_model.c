@@ -692,13 +692,13 @@ static bool write_source(Ctx *c)
         for (int j = 0; j < n_args_k; j++) {
             char ptr[128];
             kernel_arg(k, j, ptr, sizeof ptr);
-            cg_printf(&o, "%s%s", j == 0 ? (wide ? "\n        " : "") : (wide ? ",\n        " : ", "), ptr);
+            cg_printf(&o, "%s%s", j == 0 ? (wide ? "\n    " : "") : (wide ? ",\n    " : ", "), ptr);
         }
         if (cgc_has_workspace(n)) {
             if (n->workspace_bytes > 0)
-                cg_printf(&o, "%sa + %lld", wide ? ",\n        " : ", ", (long long)n->workspace_offset);
+                cg_printf(&o, "%sa + %lld", wide ? ",\n    " : ", ", (long long)n->workspace_offset);
             else
-                cg_printf(&o, "%sNULL", wide ? ",\n        " : ", ");
+                cg_printf(&o, "%sNULL", wide ? ",\n    " : ", ");
         }
         cg_printf(&o, ")%s;\n", is_status ? ")" : "");
     }

@@ -18,7 +18,10 @@
  *   - reductions take an axis bitmask; Mean = sum / count (integer division
  *     for integer dtypes, as TF); All/Any reduce a 0/1 int32 copy with
  *     min/max and cast back to bool;
- *   - DepthToSpace/SpaceToDepth are reshape + transpose + reshape (NHWC).
+ *   - DepthToSpace/SpaceToDepth and SpaceToBatchND/BatchToSpaceND are
+ *     (pad +) reshape + transpose + reshape (+ crop slice);
+ *   - OneHot = select(indices == range, on, off); ReverseV2 = SLICE with
+ *     stride -1 on the reversed dims.
  * Invariants: a lowering either writes every output and returns true, or
  * records exactly one error through tf_errorf (or the IR builder's own error)
  * and returns false.  Messages name node, op and field, e.g.
@@ -1320,6 +1323,256 @@ static bool lower_space_to_depth(TfCtx *c, const IrValue *in, int n_in, IrValue 
     return ok(v);
 }
 
+/* ---- space <-> batch ---------------------------------------------------- */
+
+/* Reads block_shape [M] and a [M,2] pads/crops input for an input of shape s. */
+static bool block_spec(TfCtx *c, IrValue bv, IrValue pv, const char *pname, const IrShape *s, int64_t *block,
+                       int64_t *pads, int *m)
+{
+    int nb = 0, np = 0;
+    char a[128], b[128];
+    if (!tf_const_ints(c, bv, "block_shape", block, IR_MAX_RANK, &nb) ||
+        !tf_const_ints(c, pv, pname, pads, 2 * IR_MAX_RANK, &np))
+        return false;
+    if (nb < 1 || nb > 3 || nb + 1 > s->rank)
+        return tf_errorf(c, "block_shape %s: need 1 to 3 block dims below the rank of shape %s",
+                         dims_str(block, nb, b, sizeof b), shp(s, a, sizeof a));
+    if (np != 2 * nb)
+        return tf_errorf(c, "%s must have shape [%d,2]", pname, nb);
+    for (int i = 0; i < nb; i++) {
+        if (block[i] < 1 || block[i] > IR_MAX_ELEMENTS)
+            return tf_errorf(c, "block_shape %s must be positive", dims_str(block, nb, b, sizeof b));
+        if (pads[2 * i] < 0 || pads[2 * i + 1] < 0 || pads[2 * i] > IR_MAX_ELEMENTS ||
+            pads[2 * i + 1] > IR_MAX_ELEMENTS)
+            return tf_errorf(c, "%s %s must be non-negative", pname, dims_str(pads, np, b, sizeof b));
+    }
+    *m = nb;
+    return true;
+}
+
+/* Pads the M spatial dims, then [B,P1/b1,b1,...,PM/bM,bM,R] -> block dims first
+ * -> [B*prod(b), P1/b1, ..., PM/bM, rest...]. */
+static bool lower_space_to_batch_nd(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    int64_t block[IR_MAX_RANK], pads[2 * IR_MAX_RANK];
+    int m;
+    char a[128];
+    if (!need_inputs(c, n_in, 3))
+        return false;
+    const IrShape *s = &ir_value_type(in[0])->shape;
+    if (!block_spec(c, in[1], in[2], "paddings", s, block, pads, &m))
+        return false;
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    IrShape padded = *s;
+    bool any = false;
+    for (int i = 0; i < m; i++) {
+        p.i[2 * (i + 1)] = pads[2 * i];
+        p.i[2 * (i + 1) + 1] = pads[2 * i + 1];
+        any |= pads[2 * i] || pads[2 * i + 1];
+        padded.dims[i + 1] += pads[2 * i] + pads[2 * i + 1];
+        if (padded.dims[i + 1] % block[i] != 0)
+            return tf_errorf(c, "padded dim %d of shape %s (%lld) is not divisible by block %lld", i + 1,
+                             shp(s, a, sizeof a), (long long)padded.dims[i + 1], (long long)block[i]);
+    }
+    IrValue v = any ? ir_emit1(c->g, OP_PAD, in, 1, &p, NULL, c->st) : in[0];
+    int64_t rest = 1, nblock = 1;
+    for (int d = m + 1; d < s->rank; d++)
+        rest *= s->dims[d];
+    IrShape split = {2 * m + 2, {0}}, fin = padded;
+    int perm[IR_MAX_RANK];
+    split.dims[0] = s->dims[0];
+    for (int i = 0; i < m; i++) {
+        split.dims[1 + 2 * i] = padded.dims[i + 1] / block[i];
+        split.dims[2 + 2 * i] = block[i];
+        fin.dims[i + 1] = padded.dims[i + 1] / block[i];
+        nblock *= block[i];
+        perm[i] = 2 + 2 * i;          /* block offsets first */
+        perm[m + 1 + i] = 1 + 2 * i;  /* then the reduced spatial dims */
+    }
+    perm[m] = 0;
+    split.dims[2 * m + 1] = rest;
+    perm[2 * m + 1] = 2 * m + 1;
+    fin.dims[0] = s->dims[0] * nblock;
+    if (ok(v))
+        v = reshape_to(c, v, &split);
+    if (ok(v))
+        v = transpose(c, v, perm, 2 * m + 2);
+    if (ok(v))
+        v = reshape_to(c, v, &fin);
+    out[0] = v;
+    *n_out = 1;
+    return ok(v);
+}
+
+/* [b1..bM, B, D1..DM, R] -> [B, D1, b1, ..., DM, bM, R] -> [B, D1*b1, ..., R] -> crop. */
+static bool lower_batch_to_space_nd(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    int64_t block[IR_MAX_RANK], crops[2 * IR_MAX_RANK];
+    int m;
+    char a[128], b[128];
+    if (!need_inputs(c, n_in, 3))
+        return false;
+    const IrShape *s = &ir_value_type(in[0])->shape;
+    if (!block_spec(c, in[1], in[2], "crops", s, block, crops, &m))
+        return false;
+    int64_t nblock = 1, rest = 1;
+    for (int i = 0; i < m && nblock <= s->dims[0]; i++)
+        nblock *= block[i]; /* each block <= IR_MAX_ELEMENTS: no overflow before the check */
+    if (nblock > s->dims[0] || s->dims[0] % nblock != 0)
+        return tf_errorf(c, "batch %lld of shape %s is not divisible by the block size %lld", (long long)s->dims[0],
+                         shp(s, a, sizeof a), (long long)nblock);
+    for (int d = m + 1; d < s->rank; d++)
+        rest *= s->dims[d];
+    IrShape split = {2 * m + 2, {0}}, full = *s, fin = *s;
+    int perm[IR_MAX_RANK];
+    int64_t begin[IR_MAX_RANK] = {0}, stride[IR_MAX_RANK];
+    for (int i = 0; i < m; i++)
+        split.dims[i] = block[i];
+    split.dims[m] = s->dims[0] / nblock;
+    perm[0] = m;
+    for (int i = 0; i < m; i++) {
+        split.dims[m + 1 + i] = s->dims[i + 1];
+        perm[1 + 2 * i] = m + 1 + i;
+        perm[2 + 2 * i] = i;
+    }
+    split.dims[2 * m + 1] = rest;
+    perm[2 * m + 1] = 2 * m + 1;
+    full.dims[0] = fin.dims[0] = s->dims[0] / nblock;
+    bool crop = false;
+    for (int d = 0; d < s->rank; d++)
+        stride[d] = 1;
+    for (int i = 0; i < m; i++) {
+        int64_t len = s->dims[i + 1] * block[i];
+        full.dims[i + 1] = len;
+        if (crops[2 * i] + crops[2 * i + 1] > len)
+            return tf_errorf(c, "crops %s exceed dim %d of the result (%lld)", dims_str(crops, 2 * m, b, sizeof b),
+                             i + 1, (long long)len);
+        fin.dims[i + 1] = len - crops[2 * i] - crops[2 * i + 1];
+        begin[i + 1] = fin.dims[i + 1] ? crops[2 * i] : 0;
+        crop |= crops[2 * i] || crops[2 * i + 1];
+    }
+    IrValue v = reshape_to(c, in[0], &split);
+    if (ok(v))
+        v = transpose(c, v, perm, 2 * m + 2);
+    if (ok(v))
+        v = reshape_to(c, v, &full);
+    if (ok(v) && crop)
+        v = slice_of(c, v, begin, stride, &fin);
+    out[0] = v;
+    *n_out = 1;
+    return ok(v);
+}
+
+/* ---- one-hot, reverse, invert_permutation -------------------------------- */
+
+/* OneHot = select(indices (expanded at axis) == range(depth) (along axis), on, off). */
+static bool lower_one_hot(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    int64_t depth, axis64;
+    char a[128];
+    if (!need_inputs(c, n_in, 4) || !const_int1(c, in[1], "depth", &depth) || !tf_attr_int(c, "axis", &axis64))
+        return false;
+    const IrType *it = ir_value_type(in[0]);
+    const IrShape *s = &it->shape;
+    if (depth < 0 || depth > IR_MAX_ELEMENTS)
+        return tf_errorf(c, "depth %lld must be non-negative", (long long)depth);
+    if (s->rank >= IR_MAX_RANK)
+        return tf_errorf(c, "indices shape %s has the maximum rank already", shp(s, a, sizeof a));
+    if (axis64 < -1 || axis64 > s->rank)
+        return tf_errorf(c, "axis %lld out of range for indices of rank %d", (long long)axis64, s->rank);
+    int axis = axis64 == -1 ? s->rank : (int)axis64;
+    if (ir_shape_count(&ir_value_type(in[2])->shape) != 1 || ir_shape_count(&ir_value_type(in[3])->shape) != 1)
+        return tf_errorf(c, "on_value and off_value must be scalars");
+    IrShape e, r;
+    e.rank = r.rank = s->rank + 1;
+    for (int i = 0, j = 0; i < e.rank; i++) {
+        e.dims[i] = i == axis ? 1 : s->dims[j++];
+        r.dims[i] = i == axis ? depth : 1;
+    }
+    int64_t count;
+    IrShape o = *s;
+    o.rank = e.rank;
+    for (int i = 0, j = 0; i < e.rank; i++)
+        o.dims[i] = i == axis ? depth : s->dims[j++];
+    if (!ir_shape_count_checked(&o, &count))
+        return tf_errorf(c, "result shape %s has too many elements", shp(&o, a, sizeof a));
+    if (it->dtype != TCRT_I32 && it->dtype != TCRT_I64 && it->dtype != TCRT_U8)
+        return tf_errorf(c, "indices must be int32, int64 or uint8, got %s", tcrt_dtype_name(it->dtype));
+    void *buf = arena_alloc(&c->g->arena, (size_t)(depth ? depth : 1) * tcrt_dtype_size(it->dtype));
+    if (!buf)
+        return st_errorf(c->st, ST_NOMEM, "out of memory");
+    for (int64_t k = 0; k < depth; k++) { /* 0..depth-1 in the indices' dtype */
+        if (it->dtype == TCRT_I32)
+            ((int32_t *)buf)[k] = (int32_t)k;
+        else if (it->dtype == TCRT_I64)
+            ((int64_t *)buf)[k] = k;
+        else
+            ((uint8_t *)buf)[k] = (uint8_t)k;
+    }
+    IrValue range = ir_const(c->g, it->dtype, &r, buf, c->st);
+    if (!ok(range))
+        return false;
+    IrShape scalar = {0, {0}};
+    IrValue idx = reshape_to(c, in[0], &e);
+    IrValue eq = ok(idx) ? ir_binary(c->g, OP_EQ, idx, range, c->st) : idx;
+    IrValue on = reshape_to(c, in[2], &scalar), off = reshape_to(c, in[3], &scalar);
+    if (!ok(eq) || !ok(on) || !ok(off))
+        return false;
+    IrValue sel[3] = {eq, on, off};
+    out[0] = ir_emit1(c->g, OP_SELECT, sel, 3, NULL, NULL, c->st);
+    *n_out = 1;
+    return ok(out[0]);
+}
+
+static bool lower_reverse_v2(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    int64_t axes[IR_MAX_RANK + 1];
+    int n = 0;
+    if (!need_inputs(c, n_in, 2) || !tf_const_ints(c, in[1], "axis", axes, IR_MAX_RANK + 1, &n))
+        return false;
+    const IrShape *s = &ir_value_type(in[0])->shape;
+    int64_t begin[IR_MAX_RANK] = {0}, stride[IR_MAX_RANK];
+    bool any = false, seen[IR_MAX_RANK] = {false};
+    for (int d = 0; d < s->rank; d++)
+        stride[d] = 1;
+    for (int i = 0; i < n; i++) {
+        int d;
+        if (!norm_axis(c, "axis", axes[i], s->rank, &d))
+            return false;
+        if (seen[d])
+            return tf_errorf(c, "axis %d is reversed twice", d);
+        seen[d] = true;
+        if (s->dims[d] > 1) {
+            begin[d] = s->dims[d] - 1;
+            stride[d] = -1;
+            any = true;
+        }
+    }
+    out[0] = any ? slice_of(c, in[0], begin, stride, s) : in[0];
+    *n_out = 1;
+    return ok(out[0]);
+}
+
+static bool lower_invert_permutation(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    enum { MAXP = 4096 };
+    int64_t x[MAXP], y[MAXP];
+    int n = 0;
+    if (!need_inputs(c, n_in, 1) || !tf_const_ints(c, in[0], "x", x, MAXP, &n))
+        return false;
+    for (int i = 0; i < n; i++)
+        y[i] = -1;
+    for (int i = 0; i < n; i++) {
+        if (x[i] < 0 || x[i] >= n || y[x[i]] != -1)
+            return tf_errorf(c, "x is not a permutation of 0..%d", n - 1);
+        y[x[i]] = i;
+    }
+    out[0] = ir_const_i64s(c->g, ir_value_type(in[0])->dtype, y, n, c->st);
+    *n_out = 1;
+    return ok(out[0]);
+}
+
 /* ---- top-k -------------------------------------------------------------- */
 
 static bool lower_topk_v2(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
@@ -1404,6 +1657,11 @@ const TfOpRow tf_ops_array[] = {
     {"ResizeNearestNeighbor", lower_resize_nearest, "align_corners=false;half_pixel_centers=false", "resize"},
     {"DepthToSpace", lower_depth_to_space, "data_format=NHWC", "copy + transpose + copy"},
     {"SpaceToDepth", lower_space_to_depth, "data_format=NHWC", "copy + transpose + copy"},
+    {"SpaceToBatchND", lower_space_to_batch_nd, "Tblock_shape=DT_INT32;Tpaddings=DT_INT32", "pad + copy + transpose + copy"},
+    {"BatchToSpaceND", lower_batch_to_space_nd, "Tblock_shape=DT_INT32;Tcrops=DT_INT32", "copy + transpose + copy + slice"},
+    {"OneHot", lower_one_hot, "axis=-1;TI=DT_INT64", "eq + select"},
+    {"ReverseV2", lower_reverse_v2, "Tidx=DT_INT32", "slice"},
+    {"InvertPermutation", lower_invert_permutation, "T=DT_INT32", "const"},
     {"TopKV2", lower_topk_v2, "sorted=true;Tk=DT_INT32;index_type=DT_INT32", "topk"},
     {NULL, NULL, NULL, NULL},
 };

@@ -24,7 +24,8 @@
 #include <algorithm>
 #include <cstring>
 
-namespace {
+namespace
+{
 
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MapC = Eigen::Map<const RowMat>;
@@ -35,10 +36,14 @@ constexpr size_t kWorkspaceCap = 8u << 20; // bytes of im2col block
 inline float act(float v, int64_t a, float alpha)
 {
     switch (a) {
-    case TCRT_ACT_RELU: return v > 0 ? v : 0;
-    case TCRT_ACT_RELU6: return v < 0 ? 0 : (v > 6 ? 6 : v);
-    case TCRT_ACT_LEAKY: return v < 0 ? v * alpha : v;
-    default: return v;
+    case TCRT_ACT_RELU:
+        return v > 0 ? v : 0;
+    case TCRT_ACT_RELU6:
+        return v < 0 ? 0 : (v > 6 ? 6 : v);
+    case TCRT_ACT_LEAKY:
+        return v < 0 ? v * alpha : v;
+    default:
+        return v;
     }
 }
 
@@ -187,7 +192,8 @@ void depthwise(const tcrt_tensor *in, int n_in, tcrt_tensor *out, const ConvGeom
 
 extern "C" {
 
-tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                             const tcrt_params *p)
 {
     if (!in || !out || !p || n_out < 1 || (n_in != 2 && n_in != 3))
         return TCRT_ERR_RUNTIME;
@@ -239,7 +245,8 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
     return TCRT_OK;
 }
 
-size_t tcrt_fast_conv2d_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
+size_t tcrt_fast_conv2d_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out,
+                                  const tcrt_params *p)
 {
     ConvGeom g;
     if (!conv_geom(in, n_in, out, p, &g) || g.depthwise || is_pointwise(g))
@@ -249,7 +256,8 @@ size_t tcrt_fast_conv2d_workspace(const tcrt_tensor *in, int n_in, const tcrt_te
     return bytes;
 }
 
-tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                             const tcrt_params *p)
 {
     ConvGeom g;
     if (n_out < 1 || !conv_geom(in, n_in, out, p, &g))
@@ -279,8 +287,10 @@ tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
     float *ws = (float *)out[1].data;
     const int64_t K = g.KH * g.KW * g.C;
     MapC Wm(Wt, K, g.O);
+    const int n_threads = tcrt_get_threads();
     for (int64_t r0 = 0; r0 < rows; r0 += rb) {
         int64_t nr = std::min(rb, rows - r0);
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && nr * K >= 65536)
         for (int64_t r = 0; r < nr; r++) {
             int64_t pix = r0 + r;
             int64_t n = pix / (g.OH * g.OW), rem = pix % (g.OH * g.OW);

@@ -11,10 +11,10 @@
 #include <math.h>
 #include <string.h>
 
-#define KCHECK(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            return TCRT_ERR_RUNTIME;                                                               \
+#define KCHECK(cond)                                                                                         \
+    do {                                                                                                     \
+        if (!(cond))                                                                                         \
+            return TCRT_ERR_RUNTIME;                                                                         \
     } while (0)
 
 static inline bool k_valid(const tcrt_tensor *t)
@@ -24,7 +24,10 @@ static inline bool k_valid(const tcrt_tensor *t)
     return tcrt_tensor_count(t) >= 0;
 }
 
-static inline int64_t k_count(const tcrt_tensor *t) { return tcrt_tensor_count(t); }
+static inline int64_t k_count(const tcrt_tensor *t)
+{
+    return tcrt_tensor_count(t);
+}
 
 /* Row-major strides in elements. */
 static inline void k_strides(const tcrt_tensor *t, int64_t *st)
@@ -36,23 +39,38 @@ static inline void k_strides(const tcrt_tensor *t, int64_t *st)
     }
 }
 
-static inline bool k_is_float(tcrt_dtype dt) { return dt == TCRT_F32 || dt == TCRT_F64; }
+static inline bool k_is_float(tcrt_dtype dt)
+{
+    return dt == TCRT_F32 || dt == TCRT_F64;
+}
 
 /* Element i of a numeric tensor as double (bool/u8 as 0..255). */
 static inline double k_load(const void *p, tcrt_dtype dt, int64_t i)
 {
     switch (dt) {
-    case TCRT_F32: return ((const float *)p)[i];
-    case TCRT_F64: return ((const double *)p)[i];
-    case TCRT_I32: return ((const int32_t *)p)[i];
-    case TCRT_I64: return (double)((const int64_t *)p)[i];
-    case TCRT_U8: case TCRT_BOOL: return ((const uint8_t *)p)[i];
-    case TCRT_I8: return ((const int8_t *)p)[i];
-    case TCRT_I16: return ((const int16_t *)p)[i];
-    case TCRT_U16: return ((const uint16_t *)p)[i];
-    case TCRT_U32: return ((const uint32_t *)p)[i];
-    case TCRT_U64: return (double)((const uint64_t *)p)[i];
-    default: return 0;
+    case TCRT_F32:
+        return ((const float *)p)[i];
+    case TCRT_F64:
+        return ((const double *)p)[i];
+    case TCRT_I32:
+        return ((const int32_t *)p)[i];
+    case TCRT_I64:
+        return (double)((const int64_t *)p)[i];
+    case TCRT_U8:
+    case TCRT_BOOL:
+        return ((const uint8_t *)p)[i];
+    case TCRT_I8:
+        return ((const int8_t *)p)[i];
+    case TCRT_I16:
+        return ((const int16_t *)p)[i];
+    case TCRT_U16:
+        return ((const uint16_t *)p)[i];
+    case TCRT_U32:
+        return ((const uint32_t *)p)[i];
+    case TCRT_U64:
+        return (double)((const uint64_t *)p)[i];
+    default:
+        return 0;
     }
 }
 
@@ -60,42 +78,82 @@ static inline double k_load(const void *p, tcrt_dtype dt, int64_t i)
 static inline void k_store(void *p, tcrt_dtype dt, int64_t i, double v)
 {
     switch (dt) {
-    case TCRT_F32: ((float *)p)[i] = (float)v; break;
-    case TCRT_F64: ((double *)p)[i] = v; break;
-    case TCRT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case TCRT_I64: ((int64_t *)p)[i] = (int64_t)v; break;
-    case TCRT_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case TCRT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    case TCRT_I8: ((int8_t *)p)[i] = (int8_t)v; break;
-    case TCRT_I16: ((int16_t *)p)[i] = (int16_t)v; break;
-    case TCRT_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-    case TCRT_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
-    case TCRT_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
-    default: break;
+    case TCRT_F32:
+        ((float *)p)[i] = (float)v;
+        break;
+    case TCRT_F64:
+        ((double *)p)[i] = v;
+        break;
+    case TCRT_I32:
+        ((int32_t *)p)[i] = (int32_t)v;
+        break;
+    case TCRT_I64:
+        ((int64_t *)p)[i] = (int64_t)v;
+        break;
+    case TCRT_U8:
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        break;
+    case TCRT_BOOL:
+        ((uint8_t *)p)[i] = v != 0;
+        break;
+    case TCRT_I8:
+        ((int8_t *)p)[i] = (int8_t)v;
+        break;
+    case TCRT_I16:
+        ((int16_t *)p)[i] = (int16_t)v;
+        break;
+    case TCRT_U16:
+        ((uint16_t *)p)[i] = (uint16_t)v;
+        break;
+    case TCRT_U32:
+        ((uint32_t *)p)[i] = (uint32_t)v;
+        break;
+    case TCRT_U64:
+        ((uint64_t *)p)[i] = (uint64_t)v;
+        break;
+    default:
+        break;
     }
 }
 
 static inline double k_act(double v, int64_t act, double alpha)
 {
     switch (act) {
-    case TCRT_ACT_RELU: return v > 0 ? v : 0;
-    case TCRT_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
-    case TCRT_ACT_LEAKY: return v < 0 ? v * alpha : v;
-    default: return v;
+    case TCRT_ACT_RELU:
+        return v > 0 ? v : 0;
+    case TCRT_ACT_RELU6:
+        return v < 0 ? 0 : v > 6 ? 6 : v;
+    case TCRT_ACT_LEAKY:
+        return v < 0 ? v * alpha : v;
+    default:
+        return v;
     }
 }
 
-static inline bool k_act_ok(int64_t act) { return act >= TCRT_ACT_NONE && act <= TCRT_ACT_LEAKY; }
+static inline bool k_act_ok(int64_t act)
+{
+    return act >= TCRT_ACT_NONE && act <= TCRT_ACT_LEAKY;
+}
 
 /* Copies one element of esz bytes. */
 static inline void k_copy_elem(void *dst, const void *src, size_t esz)
 {
     switch (esz) {
-    case 1: *(uint8_t *)dst = *(const uint8_t *)src; break;
-    case 2: memcpy(dst, src, 2); break;
-    case 4: memcpy(dst, src, 4); break;
-    case 8: memcpy(dst, src, 8); break;
-    default: memcpy(dst, src, esz); break;
+    case 1:
+        *(uint8_t *)dst = *(const uint8_t *)src;
+        break;
+    case 2:
+        memcpy(dst, src, 2);
+        break;
+    case 4:
+        memcpy(dst, src, 4);
+        break;
+    case 8:
+        memcpy(dst, src, 8);
+        break;
+    default:
+        memcpy(dst, src, esz);
+        break;
     }
 }
 

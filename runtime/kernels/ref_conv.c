@@ -42,43 +42,44 @@ static bool conv_params(const tcrt_params *p, ConvP *c)
            p->i[TCRT_CONV_PB] >= 0 && p->i[TCRT_CONV_PR] >= 0 && k_act_ok(c->act);
 }
 
-#define CONV_LOOP(T)                                                                               \
-    do {                                                                                           \
-        const T *X = (const T *)x->data, *Wt = (const T *)w->data;                                \
-        const T *B = bias ? (const T *)bias->data : NULL;                                          \
-        T *Y = (T *)out->data;                                                                     \
-        for (int64_t n = 0; n < N; n++)                                                            \
-            for (int64_t oh = 0; oh < OH; oh++)                                                    \
-                for (int64_t ow = 0; ow < OW; ow++)                                                \
-                    for (int64_t o = 0; o < O; o++) {                                              \
-                        double acc = 0;                                                            \
-                        for (int64_t kh = 0; kh < KH; kh++) {                                      \
-                            int64_t ih = oh * c.sh - c.pt + kh * c.dh;                             \
-                            if (ih < 0 || ih >= H)                                                 \
-                                continue;                                                          \
-                            for (int64_t kw = 0; kw < KW; kw++) {                                  \
-                                int64_t iw = ow * c.sw - c.pl + kw * c.dw;                         \
-                                if (iw < 0 || iw >= W)                                             \
-                                    continue;                                                      \
-                                const T *xp = X + ((n * H + ih) * W + iw) * C;                     \
-                                const T *wp = Wt + (kh * KW + kw) * WI * WO;                       \
-                                if (c.depthwise) {                                                 \
-                                    int64_t ch = o / M, m = o % M;                                 \
-                                    acc += (double)xp[ch] * (double)wp[ch * M + m];                \
-                                } else {                                                           \
-                                    int64_t g = o / (O / G);                                       \
-                                    for (int64_t ci = 0; ci < WI; ci++)                            \
-                                        acc += (double)xp[g * WI + ci] * (double)wp[ci * WO + o];  \
-                                }                                                                  \
-                            }                                                                      \
-                        }                                                                          \
-                        if (B)                                                                     \
-                            acc += B[o];                                                           \
-                        Y[((n * OH + oh) * OW + ow) * O + o] = (T)k_act(acc, c.act, c.alpha);      \
-                    }                                                                              \
+#define CONV_LOOP(T)                                                                                         \
+    do {                                                                                                     \
+        const T *X = (const T *)x->data, *Wt = (const T *)w->data;                                           \
+        const T *B = bias ? (const T *)bias->data : NULL;                                                    \
+        T *Y = (T *)out->data;                                                                               \
+        for (int64_t n = 0; n < N; n++)                                                                      \
+            for (int64_t oh = 0; oh < OH; oh++)                                                              \
+                for (int64_t ow = 0; ow < OW; ow++)                                                          \
+                    for (int64_t o = 0; o < O; o++) {                                                        \
+                        double acc = 0;                                                                      \
+                        for (int64_t kh = 0; kh < KH; kh++) {                                                \
+                            int64_t ih = oh * c.sh - c.pt + kh * c.dh;                                       \
+                            if (ih < 0 || ih >= H)                                                           \
+                                continue;                                                                    \
+                            for (int64_t kw = 0; kw < KW; kw++) {                                            \
+                                int64_t iw = ow * c.sw - c.pl + kw * c.dw;                                   \
+                                if (iw < 0 || iw >= W)                                                       \
+                                    continue;                                                                \
+                                const T *xp = X + ((n * H + ih) * W + iw) * C;                               \
+                                const T *wp = Wt + (kh * KW + kw) * WI * WO;                                 \
+                                if (c.depthwise) {                                                           \
+                                    int64_t ch = o / M, m = o % M;                                           \
+                                    acc += (double)xp[ch] * (double)wp[ch * M + m];                          \
+                                } else {                                                                     \
+                                    int64_t g = o / (O / G);                                                 \
+                                    for (int64_t ci = 0; ci < WI; ci++)                                      \
+                                        acc += (double)xp[g * WI + ci] * (double)wp[ci * WO + o];            \
+                                }                                                                            \
+                            }                                                                                \
+                        }                                                                                    \
+                        if (B)                                                                               \
+                            acc += B[o];                                                                     \
+                        Y[((n * OH + oh) * OW + ow) * O + o] = (T)k_act(acc, c.act, c.alpha);                \
+                    }                                                                                        \
     } while (0)
 
-tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                            const tcrt_params *p)
 {
     KCHECK(in && out && p && n_out >= 1 && (n_in == 2 || n_in == 3));
     const tcrt_tensor *x = &in[0], *w = &in[1], *bias = n_in == 3 ? &in[2] : NULL;
@@ -110,42 +111,42 @@ tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
     return TCRT_OK;
 }
 
-#define CONVT_LOOP(T)                                                                              \
-    do {                                                                                           \
-        const T *DY = (const T *)dy->data, *Wt = (const T *)w->data;                              \
-        T *Y = (T *)out->data;                                                                     \
-        for (int64_t n = 0; n < N; n++)                                                            \
-            for (int64_t ih = 0; ih < H; ih++)                                                     \
-                for (int64_t iw = 0; iw < W; iw++)                                                 \
-                    for (int64_t ch = 0; ch < C; ch++) {                                           \
-                        double acc = 0;                                                            \
-                        for (int64_t kh = 0; kh < KH; kh++) {                                      \
-                            int64_t th = ih + c.pt - kh * c.dh;                                    \
-                            if (th < 0 || th % c.sh)                                               \
-                                continue;                                                          \
-                            int64_t oh = th / c.sh;                                                \
-                            if (oh >= OH)                                                          \
-                                continue;                                                          \
-                            for (int64_t kw = 0; kw < KW; kw++) {                                  \
-                                int64_t tw = iw + c.pl - kw * c.dw;                                \
-                                if (tw < 0 || tw % c.sw)                                           \
-                                    continue;                                                      \
-                                int64_t ow = tw / c.sw;                                            \
-                                if (ow >= OW)                                                      \
-                                    continue;                                                      \
-                                const T *dp = DY + ((n * OH + oh) * OW + ow) * CO;                 \
-                                const T *wp = Wt + (kh * KW + kw) * WI * WO;                       \
-                                if (c.depthwise) {                                                 \
-                                    for (int64_t m = 0; m < WO; m++)                               \
-                                        acc += (double)dp[ch * WO + m] * (double)wp[ch * WO + m];  \
-                                } else {                                                           \
-                                    for (int64_t o = 0; o < CO; o++)                               \
-                                        acc += (double)dp[o] * (double)wp[ch * WO + o];            \
-                                }                                                                  \
-                            }                                                                      \
-                        }                                                                          \
-                        Y[((n * H + ih) * W + iw) * C + ch] = (T)k_act(acc, c.act, c.alpha);      \
-                    }                                                                              \
+#define CONVT_LOOP(T)                                                                                        \
+    do {                                                                                                     \
+        const T *DY = (const T *)dy->data, *Wt = (const T *)w->data;                                         \
+        T *Y = (T *)out->data;                                                                               \
+        for (int64_t n = 0; n < N; n++)                                                                      \
+            for (int64_t ih = 0; ih < H; ih++)                                                               \
+                for (int64_t iw = 0; iw < W; iw++)                                                           \
+                    for (int64_t ch = 0; ch < C; ch++) {                                                     \
+                        double acc = 0;                                                                      \
+                        for (int64_t kh = 0; kh < KH; kh++) {                                                \
+                            int64_t th = ih + c.pt - kh * c.dh;                                              \
+                            if (th < 0 || th % c.sh)                                                         \
+                                continue;                                                                    \
+                            int64_t oh = th / c.sh;                                                          \
+                            if (oh >= OH)                                                                    \
+                                continue;                                                                    \
+                            for (int64_t kw = 0; kw < KW; kw++) {                                            \
+                                int64_t tw = iw + c.pl - kw * c.dw;                                          \
+                                if (tw < 0 || tw % c.sw)                                                     \
+                                    continue;                                                                \
+                                int64_t ow = tw / c.sw;                                                      \
+                                if (ow >= OW)                                                                \
+                                    continue;                                                                \
+                                const T *dp = DY + ((n * OH + oh) * OW + ow) * CO;                           \
+                                const T *wp = Wt + (kh * KW + kw) * WI * WO;                                 \
+                                if (c.depthwise) {                                                           \
+                                    for (int64_t m = 0; m < WO; m++)                                         \
+                                        acc += (double)dp[ch * WO + m] * (double)wp[ch * WO + m];            \
+                                } else {                                                                     \
+                                    for (int64_t o = 0; o < CO; o++)                                         \
+                                        acc += (double)dp[o] * (double)wp[ch * WO + o];                      \
+                                }                                                                            \
+                            }                                                                                \
+                        }                                                                                    \
+                        Y[((n * H + ih) * W + iw) * C + ch] = (T)k_act(acc, c.act, c.alpha);                 \
+                    }                                                                                        \
     } while (0)
 
 tcrt_status tcrt_ref_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,

@@ -81,47 +81,48 @@ static tcrt_status mm_shape(const tcrt_tensor *in, int n_in, const tcrt_tensor *
     return TCRT_OK;
 }
 
-#define MM_FLOAT(T)                                                                                \
-    do {                                                                                           \
-        const T *A = (const T *)a->data + aoff, *B = (const T *)b->data + boff;                   \
-        const T *bias = n_in == 3 ? (const T *)in[2].data : NULL;                                  \
-        T *C = (T *)out->data + coff;                                                              \
-        for (int64_t i = 0; i < s.M; i++)                                                          \
-            for (int64_t j = 0; j < s.N; j++) {                                                    \
-                double acc = 0;                                                                    \
-                for (int64_t k = 0; k < s.K; k++)                                                  \
-                    acc += (double)A[i * s.a_rs + k * s.a_cs] * (double)B[k * s.b_rs + j * s.b_cs]; \
-                if (bias)                                                                          \
-                    acc += bias[j];                                                                \
-                C[i * s.N + j] = (T)k_act(acc, act, alpha);                                        \
-            }                                                                                      \
+#define MM_FLOAT(T)                                                                                          \
+    do {                                                                                                     \
+        const T *A = (const T *)a->data + aoff, *B = (const T *)b->data + boff;                              \
+        const T *bias = n_in == 3 ? (const T *)in[2].data : NULL;                                            \
+        T *C = (T *)out->data + coff;                                                                        \
+        for (int64_t i = 0; i < s.M; i++)                                                                    \
+            for (int64_t j = 0; j < s.N; j++) {                                                              \
+                double acc = 0;                                                                              \
+                for (int64_t k = 0; k < s.K; k++)                                                            \
+                    acc += (double)A[i * s.a_rs + k * s.a_cs] * (double)B[k * s.b_rs + j * s.b_cs];          \
+                if (bias)                                                                                    \
+                    acc += bias[j];                                                                          \
+                C[i * s.N + j] = (T)k_act(acc, act, alpha);                                                  \
+            }                                                                                                \
     } while (0)
 
-#define MM_INT(T)                                                                                  \
-    do {                                                                                           \
-        const T *A = (const T *)a->data + aoff, *B = (const T *)b->data + boff;                   \
-        const T *bias = n_in == 3 ? (const T *)in[2].data : NULL;                                  \
-        T *C = (T *)out->data + coff;                                                              \
-        for (int64_t i = 0; i < s.M; i++)                                                          \
-            for (int64_t j = 0; j < s.N; j++) {                                                    \
-                uint64_t acc = 0;                                                                  \
-                for (int64_t k = 0; k < s.K; k++)                                                  \
-                    acc += (uint64_t)(int64_t)A[i * s.a_rs + k * s.a_cs] *                        \
-                           (uint64_t)(int64_t)B[k * s.b_rs + j * s.b_cs];                          \
-                if (bias)                                                                          \
-                    acc += (uint64_t)(int64_t)bias[j];                                             \
-                T v = (T)acc;                                                                      \
-                if (act == TCRT_ACT_RELU || act == TCRT_ACT_RELU6)                                 \
-                    v = v < 0 ? 0 : v;                                                             \
-                if (act == TCRT_ACT_RELU6 && v > 6)                                                \
-                    v = 6;                                                                         \
-                if (act == TCRT_ACT_LEAKY && v < 0)                                                \
-                    v = (T)((double)v * alpha);                                                    \
-                C[i * s.N + j] = v;                                                                \
-            }                                                                                      \
+#define MM_INT(T)                                                                                            \
+    do {                                                                                                     \
+        const T *A = (const T *)a->data + aoff, *B = (const T *)b->data + boff;                              \
+        const T *bias = n_in == 3 ? (const T *)in[2].data : NULL;                                            \
+        T *C = (T *)out->data + coff;                                                                        \
+        for (int64_t i = 0; i < s.M; i++)                                                                    \
+            for (int64_t j = 0; j < s.N; j++) {                                                              \
+                uint64_t acc = 0;                                                                            \
+                for (int64_t k = 0; k < s.K; k++)                                                            \
+                    acc += (uint64_t)(int64_t)A[i * s.a_rs + k * s.a_cs] *                                   \
+                           (uint64_t)(int64_t)B[k * s.b_rs + j * s.b_cs];                                    \
+                if (bias)                                                                                    \
+                    acc += (uint64_t)(int64_t)bias[j];                                                       \
+                T v = (T)acc;                                                                                \
+                if (act == TCRT_ACT_RELU || act == TCRT_ACT_RELU6)                                           \
+                    v = v < 0 ? 0 : v;                                                                       \
+                if (act == TCRT_ACT_RELU6 && v > 6)                                                          \
+                    v = 6;                                                                                   \
+                if (act == TCRT_ACT_LEAKY && v < 0)                                                          \
+                    v = (T)((double)v * alpha);                                                              \
+                C[i * s.N + j] = v;                                                                          \
+            }                                                                                                \
     } while (0)
 
-tcrt_status tcrt_ref_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                            const tcrt_params *p)
 {
     KCHECK(in && out && p && n_out >= 1);
     MMShape s;
@@ -137,11 +138,20 @@ tcrt_status tcrt_ref_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
         int64_t aoff = batch_offset(a, out, bi), boff = batch_offset(b, out, bi);
         int64_t coff = bi * s.M * s.N;
         switch (dt) {
-        case TCRT_F32: MM_FLOAT(float); break;
-        case TCRT_F64: MM_FLOAT(double); break;
-        case TCRT_I32: MM_INT(int32_t); break;
-        case TCRT_I64: MM_INT(int64_t); break;
-        default: return TCRT_ERR_RUNTIME;
+        case TCRT_F32:
+            MM_FLOAT(float);
+            break;
+        case TCRT_F64:
+            MM_FLOAT(double);
+            break;
+        case TCRT_I32:
+            MM_INT(int32_t);
+            break;
+        case TCRT_I64:
+            MM_INT(int64_t);
+            break;
+        default:
+            return TCRT_ERR_RUNTIME;
         }
     }
     return TCRT_OK;

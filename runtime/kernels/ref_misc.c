@@ -40,7 +40,8 @@ static int64_t nearest_src(int64_t o, double ratio, int64_t in, bool align, bool
     return n < 0 ? 0 : n;
 }
 
-tcrt_status tcrt_ref_resize(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_resize(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                            const tcrt_params *p)
 {
     KCHECK(in && out && p && n_in >= 1 && n_out >= 1);
     const tcrt_tensor *x = &in[0];
@@ -69,8 +70,8 @@ tcrt_status tcrt_ref_resize(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
                     int64_t iw = nearest_src(ow, rw, W, align, half);
                     int64_t si = ((n * H + ih) * W + iw) * C, oi = ((n * OH + oh) * OW + ow) * C;
                     if (out->dtype == x->dtype)
-                        memcpy((char *)out->data + oi * (int64_t)esz, (const char *)x->data + si * (int64_t)esz,
-                               (size_t)C * esz);
+                        memcpy((char *)out->data + oi * (int64_t)esz,
+                               (const char *)x->data + si * (int64_t)esz, (size_t)C * esz);
                     else
                         for (int64_t c = 0; c < C; c++)
                             k_store(out->data, out->dtype, oi + c, k_load(x->data, x->dtype, si + c));
@@ -111,28 +112,28 @@ tcrt_status tcrt_ref_resize(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
 
 /* ---- topk ---- */
 
-#define TOPK_ROWS(T)                                                                               \
-    do {                                                                                           \
-        const T *X = (const T *)x->data;                                                           \
-        T *V = (T *)vals->data;                                                                    \
-        for (int64_t r = 0; r < rows; r++) {                                                       \
-            const T *xr = X + r * n;                                                       \
-            T *vr = V + r * k;                                                                     \
-            int64_t cnt = 0;                                                                       \
-            for (int64_t j = 0; j < n; j++) {                                                      \
-                T v = xr[j];                                                                       \
-                if (cnt == k && !(v > vr[k - 1]))                                                  \
-                    continue;                                                                      \
-                int64_t pos = cnt < k ? cnt++ : k - 1;                                             \
-                while (pos > 0 && v > vr[pos - 1]) {                                               \
-                    vr[pos] = vr[pos - 1];                                                         \
-                    set_index(idx, r * k + pos, get_index(idx, r * k + pos - 1));                  \
-                    pos--;                                                                         \
-                }                                                                                  \
-                vr[pos] = v;                                                                       \
-                set_index(idx, r * k + pos, j);                                                    \
-            }                                                                                      \
-        }                                                                                          \
+#define TOPK_ROWS(T)                                                                                         \
+    do {                                                                                                     \
+        const T *X = (const T *)x->data;                                                                     \
+        T *V = (T *)vals->data;                                                                              \
+        for (int64_t r = 0; r < rows; r++) {                                                                 \
+            const T *xr = X + r * n;                                                                         \
+            T *vr = V + r * k;                                                                               \
+            int64_t cnt = 0;                                                                                 \
+            for (int64_t j = 0; j < n; j++) {                                                                \
+                T v = xr[j];                                                                                 \
+                if (cnt == k && !(v > vr[k - 1]))                                                            \
+                    continue;                                                                                \
+                int64_t pos = cnt < k ? cnt++ : k - 1;                                                       \
+                while (pos > 0 && v > vr[pos - 1]) {                                                         \
+                    vr[pos] = vr[pos - 1];                                                                   \
+                    set_index(idx, r *k + pos, get_index(idx, r * k + pos - 1));                             \
+                    pos--;                                                                                   \
+                }                                                                                            \
+                vr[pos] = v;                                                                                 \
+                set_index(idx, r *k + pos, j);                                                               \
+            }                                                                                                \
+        }                                                                                                    \
     } while (0)
 
 static void set_index(tcrt_tensor *t, int64_t i, int64_t v)
@@ -165,12 +166,23 @@ tcrt_status tcrt_ref_topk(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int
         return TCRT_OK;
     int64_t rows = k_count(x) / n;
     switch (x->dtype) {
-    case TCRT_F32: TOPK_ROWS(float); break;
-    case TCRT_F64: TOPK_ROWS(double); break;
-    case TCRT_I32: TOPK_ROWS(int32_t); break;
-    case TCRT_I64: TOPK_ROWS(int64_t); break;
-    case TCRT_U8: TOPK_ROWS(uint8_t); break;
-    default: return TCRT_ERR_RUNTIME;
+    case TCRT_F32:
+        TOPK_ROWS(float);
+        break;
+    case TCRT_F64:
+        TOPK_ROWS(double);
+        break;
+    case TCRT_I32:
+        TOPK_ROWS(int32_t);
+        break;
+    case TCRT_I64:
+        TOPK_ROWS(int64_t);
+        break;
+    case TCRT_U8:
+        TOPK_ROWS(uint8_t);
+        break;
+    default:
+        return TCRT_ERR_RUNTIME;
     }
     return TCRT_OK;
 }
@@ -203,7 +215,8 @@ tcrt_status tcrt_ref_range(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
     }
     case TCRT_I32:
     case TCRT_I64: {
-        KCHECK(start == floor(start) && delta == floor(delta) && fabs(start) < 9.2e18 && fabs(delta) < 9.2e18);
+        KCHECK(start == floor(start) && delta == floor(delta) && fabs(start) < 9.2e18 &&
+               fabs(delta) < 9.2e18);
         uint64_t v = (uint64_t)(int64_t)start, dv = (uint64_t)(int64_t)delta;
         for (int64_t i = 0; i < n; i++, v += dv) {
             if (out->dtype == TCRT_I32)
@@ -213,7 +226,8 @@ tcrt_status tcrt_ref_range(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
         }
         break;
     }
-    default: return TCRT_ERR_RUNTIME;
+    default:
+        return TCRT_ERR_RUNTIME;
     }
     return TCRT_OK;
 }

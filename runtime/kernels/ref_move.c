@@ -14,9 +14,15 @@
  */
 #include "kern_int.h"
 
-static bool same_dtype(const tcrt_tensor *a, const tcrt_tensor *b) { return a->dtype == b->dtype; }
+static bool same_dtype(const tcrt_tensor *a, const tcrt_tensor *b)
+{
+    return a->dtype == b->dtype;
+}
 
-static size_t esize(const tcrt_tensor *t) { return tcrt_dtype_size(t->dtype); }
+static size_t esize(const tcrt_tensor *t)
+{
+    return tcrt_dtype_size(t->dtype);
+}
 
 /* out[i...] = in[base + sum idx[d]*ist[d]] over out's index space. */
 static void strided_gather(void *out, const void *in, int rank, const int64_t *odims, const int64_t *ist,
@@ -73,7 +79,8 @@ tcrt_status tcrt_ref_copy(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int
     return TCRT_OK;
 }
 
-tcrt_status tcrt_ref_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                               const tcrt_params *p)
 {
     KCHECK(in && out && p && n_in == 1 && n_out >= 1);
     const tcrt_tensor *x = &in[0];
@@ -115,7 +122,8 @@ tcrt_status tcrt_ref_slice(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
     return TCRT_OK;
 }
 
-tcrt_status tcrt_ref_broadcast(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_broadcast(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                               const tcrt_params *p)
 {
     (void)p;
     KCHECK(in && out && n_in == 1 && n_out >= 1);
@@ -216,7 +224,8 @@ tcrt_status tcrt_ref_pad(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int 
     return TCRT_OK;
 }
 
-tcrt_status tcrt_ref_concat(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_concat(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                            const tcrt_params *p)
 {
     KCHECK(in && out && p && n_in >= 1 && n_out >= 1);
     KCHECK(k_valid(out) && out->rank >= 1 && esize(out) > 0);
@@ -257,7 +266,8 @@ static int64_t index_at(const tcrt_tensor *ix, int64_t i)
 
 /* gather: params [B..., P..., A, R...], indices [B..., I...];
  * out [B..., P..., I..., R...]: out[b,p,i,r] = params[b,p,idx[b,i],r]. */
-tcrt_status tcrt_ref_gather(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_gather(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                            const tcrt_params *p)
 {
     KCHECK(in && out && p && n_in == 2 && n_out >= 1);
     const tcrt_tensor *x = &in[0], *ix = &in[1];
@@ -310,7 +320,8 @@ tcrt_status tcrt_ref_gather(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
 }
 
 /* gather_nd: params [P0..Pk-1, R...], indices [..., k]; out [..., R...]. */
-tcrt_status tcrt_ref_gather_nd(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_gather_nd(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                               const tcrt_params *p)
 {
     (void)p;
     KCHECK(in && out && n_in == 2 && n_out >= 1);

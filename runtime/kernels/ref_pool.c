@@ -62,12 +62,14 @@ static tcrt_status pool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n
     return TCRT_OK;
 }
 
-tcrt_status tcrt_ref_maxpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_maxpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                             const tcrt_params *p)
 {
     return pool(in, n_in, out, n_out, p, true);
 }
 
-tcrt_status tcrt_ref_avgpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_avgpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                             const tcrt_params *p)
 {
     return pool(in, n_in, out, n_out, p, false);
 }

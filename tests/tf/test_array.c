@@ -970,6 +970,55 @@ START_TEST(test_unfolded_shapes)
 }
 END_TEST
 
+START_TEST(test_space_batch_nd)
+{
+    /* TF's SpaceToBatchND example 4: x [2,2,4,1] = 1..16, block [2,2],
+     * paddings [[0,0],[2,0]]: padded rows per batch b are [0,0,1,2,3,4] and
+     * [0,0,5,6,7,8] (+8 for b=1); output batch (i*2+j)*2+b holds rows h with
+     * h%2=i, columns w with w%2=j:
+     *   [0,1,3] [0,9,11] [0,2,4] [0,10,12] [0,5,7] [0,13,15] [0,6,8] [0,14,16].
+     * BatchToSpaceND with crops [[0,0],[2,0]] gives x back. */
+    G *g = g_new();
+    KF(g, "x", (2, 2, 4, 1), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    KV(g, "bs", 2, 2);
+    KI(g, "p", (2, 2), 0, 0, 2, 0);
+    node(g, "s2b", "SpaceToBatchND", "x", "bs", "p", NULL);
+    node(g, "b2s", "BatchToSpaceND", "s2b", "bs", "p", NULL);
+    import_ok(g, "s2b", "b2s", NULL);
+    EXPECT_F32(0, (8, 1, 3, 1), 0, 1, 3, 0, 9, 11, 0, 2, 4, 0, 10, 12, 0, 5, 7, 0, 13, 15, 0, 6, 8, 0, 14, 16);
+    EXPECT_F32(1, (2, 2, 4, 1), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+}
+END_TEST
+
+START_TEST(test_one_hot_reverse_invert)
+{
+    /* one_hot([0,2,-1,1], 3, on=5, off=0): axis -1 -> [[5,0,0],[0,0,5],[0,0,0],[0,5,0]];
+     * axis 0 -> its transpose [[5,0,0,0],[0,0,0,5],[0,5,0,0]].
+     * reverse(x23, [1]) = [[2,1,0],[5,4,3]]; reverse(x23, [0,-1]) = [[5,4,3],[2,1,0]].
+     * invert_permutation([3,4,0,2,1]) = [2,4,3,0,1] (TF's doc example). */
+    G *g = g_new();
+    KV(g, "i", 0, 2, -1, 1);
+    KS(g, "d", 3);
+    konst(g, "on", TCRT_F32, 0, NULL, F32S(5), NULL, NULL);
+    konst(g, "off", TCRT_F32, 0, NULL, F32S(0), NULL, NULL);
+    node(g, "oh", "OneHot", "i", "d", "on", "off", NULL);
+    attr_i(node(g, "oh0", "OneHot", "i", "d", "on", "off", NULL), "axis", 0);
+    x23(g);
+    KV(g, "a1", 1);
+    KV(g, "a2", 0, -1);
+    node(g, "r1", "ReverseV2", "x", "a1", NULL);
+    node(g, "r2", "ReverseV2", "x", "a2", NULL);
+    KV(g, "perm", 3, 4, 0, 2, 1);
+    node(g, "inv", "InvertPermutation", "perm", NULL);
+    import_ok(g, "oh", "oh0", "r1", "r2", "inv", NULL);
+    EXPECT_F32(0, (4, 3), 5, 0, 0, 0, 0, 5, 0, 0, 0, 0, 5, 0);
+    EXPECT_F32(1, (3, 4), 5, 0, 0, 0, 0, 0, 0, 5, 0, 5, 0, 0);
+    EXPECT_F32(2, (2, 3), 2, 1, 0, 5, 4, 3);
+    EXPECT_F32(3, (2, 3), 5, 4, 3, 2, 1, 0);
+    EXPECT_INT(4, TCRT_I32, (5), 2, 4, 3, 0, 1);
+}
+END_TEST
+
 static Suite *array_suite(void)
 {
     Suite *s = suite_create("tf_array");
@@ -1012,6 +1061,8 @@ static Suite *array_suite(void)
     tcase_add_test(tc, test_fill_like_range_broadcast);
     tcase_add_test(tc, test_transpose_perm_error);
     tcase_add_test(tc, test_non_const_axis);
+    tcase_add_test(tc, test_space_batch_nd);
+    tcase_add_test(tc, test_one_hot_reverse_invert);
     tcase_add_test(tc, test_unfolded_shapes);
     suite_add_tcase(s, tc);
     return s;
