@@ -4,7 +4,10 @@
  *   NAME.h             the user API from a template (DESIGN.md "Artifacts"),
  *                      with usage, signature and memory stats in its comment;
  *   NAME.c             one static kernel per live non-leaf node, in schedule
- *                      order, named k<NNN>_<op> (NNN = schedule position), then
+ *                      order, named k<NNN>_<op> (NNN = schedule position);
+ *                      elementwise nodes memplan marked PASS_OFFSET_FUSED are
+ *                      computed inside their consumer's kernel, named after
+ *                      the whole chain (k012_add_sub_mul_add_relu); then
  *                      NAME_run_arena calling them with `arena + offset` and
  *                      `NAME_weights + offset` pointers, the tcrt_model
  *                      descriptor NAME_model and the API functions;
