@@ -64,3 +64,12 @@ docs: all
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) demo-out
+
+# Fuzzing (fuzz/, docs/fuzzing.md): builds the libFuzzer targets with clang
+# (ASan + UBSan) into build-fuzz/ and runs each for FUZZ_SECONDS (default 60),
+# seeded from ../shared/models and tests/errors/data.  FUZZ_TARGETS picks some.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+.PHONY: fuzz
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)

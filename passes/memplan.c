@@ -2,11 +2,11 @@
  * requires: topo order, shapes, no dead nodes   preserves: shapes   invalidates: nothing
  *
  * The schedule is the node order.  A buffer is every output of every live
- * non-CONST node, plus a workspace for each f32 CONV2D (sized by
- * tcrt_fast_conv2d_workspace, live only during the node).  ARG outputs and
- * fetched values are pinned: live for the whole run.  Other buffers live
- * from their producer's position to their last consumer's (inclusive, so a
- * node's inputs and outputs never share memory).
+ * non-CONST node, plus a workspace for each f32 CONV2D and MATMUL (sized
+ * by tcrt_fast_{conv2d,matmul}_workspace, live only during the node).
+ * ARG outputs and fetched values are pinned: live for the whole run.  Other
+ * buffers live from their producer's position to their last consumer's
+ * (inclusive, so a node's inputs and outputs never share memory).
  * Placement (greedy by size, TFLite-style): buffers sorted by size
  * (largest first; ties by start, then node order), each placed at the
  * 64-byte aligned offset of the smallest gap between already-placed buffers
@@ -116,7 +116,7 @@ static void to_tensor(const IrType *t, tcrt_tensor *x)
 
 static int64_t conv_workspace(const IrNode *n)
 {
-    if (n->op != OP_CONV2D || n->out[0].type.dtype != TCRT_F32 || n->n_inputs > 8)
+    if ((n->op != OP_CONV2D && n->op != OP_MATMUL) || n->out[0].type.dtype != TCRT_F32 || n->n_inputs > 8)
         return 0;
     tcrt_tensor in[8], out;
     for (int k = 0; k < n->n_inputs; k++)
@@ -125,6 +125,8 @@ static int64_t conv_workspace(const IrNode *n)
     tcrt_params p;
     memcpy(p.i, n->p.i, sizeof p.i);
     memcpy(p.f, n->p.f, sizeof p.f);
+    if (n->op == OP_MATMUL)
+        return (int64_t)tcrt_fast_matmul_workspace(in, n->n_inputs, &out, &p);
     return (int64_t)tcrt_fast_conv2d_workspace(in, n->n_inputs, &out, &p);
 }
 
@@ -199,7 +201,7 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
         n->workspace_bytes = 0;
         n->workspace_offset = -1;
         if (n->op != OP_CONST)
-            n_bufs += n->n_outputs + (n->op == OP_CONV2D);
+            n_bufs += n->n_outputs + (n->op == OP_CONV2D || n->op == OP_MATMUL);
     }
     if (!plan_fusion(g, pos, n_ids, is_fused, eff, cx))
         goto nomem;
@@ -227,7 +229,7 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
                 x->is_pinned = true;
             }
         }
-        if (n->op == OP_CONV2D) {
+        if (n->op == OP_CONV2D || n->op == OP_MATMUL) {
             Buf *x = &bufs[b + n->n_outputs];
             x->size = conv_workspace(n);
             x->start = x->end = pos[n->id];

@@ -3,9 +3,11 @@
  *
  * Algorithm: table lookups.  tcrt_tensor_count multiplies dims with an
  * overflow check (returns -1 on a negative dim or overflow).  The thread
- * count is one process-wide setting read by the fast kernels (Eigen/OpenMP);
- * it is never below 1.
- * Invariants: nothing here allocates; every function accepts any input.
+ * count is one process-wide setting read by the fast kernels (OpenMP);
+ * it is never below 1 nor above TCRT_MAX_THREADS, and setting it starts the
+ * OpenMP team (an empty parallel region) so that no run creates threads.
+ * Invariants: nothing here allocates (except libgomp's team, at
+ * tcrt_set_threads); every function accepts any input.
  */
 #include "tcrt.h"
 
@@ -115,7 +117,17 @@ const char *tcrt_status_str(tcrt_status s)
 
 void tcrt_set_threads(int n)
 {
-    n_threads = n < 1 ? 1 : n;
+    n_threads = n < 1 ? 1 : (n > TCRT_MAX_THREADS ? TCRT_MAX_THREADS : n);
+#ifdef _OPENMP
+    /* Start the team now: libgomp creates its threads (and allocates) on the
+     * first region of a given size; the kernels reuse it afterwards. */
+    if (n_threads > 1) {
+#pragma omp parallel num_threads(n_threads)
+        {
+            (void)0;
+        }
+    }
+#endif
 }
 
 int tcrt_get_threads(void)

@@ -5,7 +5,7 @@
  * pointer arguments and a `static const tcrt_params` holding the node's
  * parameters, then returns the status of one runtime call: the op's
  * reference kernel (OpInfo.ref_kernel_name), except f32 MATMUL ->
- * tcrt_fast_matmul and f32 CONV2D -> tcrt_fast_conv2d, which gets the
+ * tcrt_fast_matmul and f32 CONV2D -> tcrt_fast_conv2d, which get the
  * planned workspace as out[1].  COPY (reshape, identity) is a memcpy,
  * skipped when source and destination are the same address.
  * Also here: the kernel comment every emitter writes.
@@ -19,7 +19,7 @@
 
 bool cgc_has_workspace(const IrNode *n)
 {
-    return n->op == OP_CONV2D && n->out[0].type.dtype == TCRT_F32;
+    return (n->op == OP_CONV2D || n->op == OP_MATMUL) && n->out[0].type.dtype == TCRT_F32;
 }
 
 bool cgc_kernel_returns_status(const IrNode *n)
@@ -169,7 +169,7 @@ bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st)
     bool ws = cgc_has_workspace(n);
     if (n->op == OP_MATMUL && n->out[0].type.dtype == TCRT_F32)
         fn = "tcrt_fast_matmul";
-    if (ws)
+    if (ws && n->op == OP_CONV2D)
         fn = "tcrt_fast_conv2d";
     for (int k = 0; k < n->n_inputs && ok; k++)
         if (!cg_c_type(ir_value_type(n->inputs[k])->dtype))

@@ -123,8 +123,8 @@ static bool check_plan(Ctx *c)
         }
         if (cgc_has_workspace(n) && n->workspace_bytes > 0 &&
             (n->workspace_offset < 0 || n->workspace_offset + n->workspace_bytes > g->arena_bytes))
-            return st_errorf(c->st, ST_ERROR, "node '%s' (conv2d) workspace: %s",
-                             n->origin ? n->origin : "?", hint);
+            return st_errorf(c->st, ST_ERROR, "node '%s' (%s) workspace: %s",
+                             n->origin ? n->origin : "?", ir_op_name(n->op), hint);
     }
     for (int i = 0; i < g->n_fetches; i++) {
         IrValue v = g->fetches[i].value;

@@ -12,7 +12,8 @@
  * tf_attr_tensor turns a TensorProto into an IR constant: tensor_content
  * (raw little-endian bytes) or the typed *_val lists, where fewer values than
  * elements repeat the last one (TensorFlow's splat rule) and none means
- * zeros.  Halves and bfloat16 are widened to float32.
+ * zeros.  Halves and bfloat16 are widened to float32.  A repeated value that
+ * would expand past IR_MAX_FOLD_BYTES becomes scalar + broadcast instead.
  *
  * Invariants: every failure records a message naming the node and op through
  * tf_errorf and returns false; strings returned point into the GraphDef or
@@ -509,6 +510,23 @@ static bool tensor_shape(TfCtx *c, const Tensorflow__TensorShapeProto *sp, IrSha
     return true;
 }
 
+/* Length of the typed value list that holds tp's values as dtype dt. */
+static size_t value_count(const Tensorflow__TensorProto *tp, tcrt_dtype dt, bool half_or_bf16)
+{
+    switch (dt) {
+    case TCRT_F32:
+        return half_or_bf16 ? tp->n_half_val : tp->n_float_val;
+    case TCRT_F64:
+        return tp->n_double_val;
+    case TCRT_I64:
+        return tp->n_int64_val;
+    case TCRT_BOOL:
+        return tp->n_bool_val;
+    default:
+        return tp->n_int_val;
+    }
+}
+
 bool tf_tensor_to_const(TfCtx *c, const Tensorflow__TensorProto *tp, IrValue *v)
 {
     IrShape shape;
@@ -524,6 +542,26 @@ bool tf_tensor_to_const(TfCtx *c, const Tensorflow__TensorProto *tp, IrValue *v)
     size_t bytes = (size_t)count * esz;
     if (bytes > ((size_t)1 << 34))
         return tf_errorf(c, "constant tensor is too large");
+
+    /* A value list shorter than the shape repeats its last value: a few
+     * bytes of file can ask for 2^34 elements.  Past IR_MAX_FOLD_BYTES a
+     * single repeated value becomes a scalar constant broadcast at run time
+     * (nothing that size is allocated here); a longer list is refused. */
+    if (tp->tensor_content.len == 0 && bytes > IR_MAX_FOLD_BYTES) {
+        size_t nv = value_count(tp, dt, is_half || is_bf16);
+        if (nv > 1)
+            return tf_errorf(c, "constant tensor of shape %s lists %zu values; repeating the last one to fill it "
+                                "needs %zu bytes, more than the limit of %zu",
+                             ir_shape_str(&shape, (char[200]){0}, 200), nv, bytes, IR_MAX_FOLD_BYTES);
+        Tensorflow__TensorProto scalar_tp = *tp;
+        scalar_tp.tensor_shape = NULL; /* rank 0: the one value (or zero) */
+        IrValue scalar;
+        if (!tf_tensor_to_const(c, &scalar_tp, &scalar))
+            return false;
+        IrType t = {.dtype = dt, .shape = shape};
+        *v = ir_emit1(c->g, OP_BROADCAST, &scalar, 1, NULL, &t, c->st);
+        return v->node != NULL;
+    }
 
     /* Raw bytes in the right layout: hand them to ir_const directly. */
     if (tp->tensor_content.len > 0 && !is_half && !is_bf16 && dt != TCRT_BOOL) {
@@ -558,24 +596,7 @@ bool tf_tensor_to_const(TfCtx *c, const Tensorflow__TensorProto *tp, IrValue *v)
         }
     } else {
         /* Typed value lists. */
-        size_t n = 0;
-        switch (dt) {
-        case TCRT_F32:
-            n = (is_half || is_bf16) ? tp->n_half_val : tp->n_float_val;
-            break;
-        case TCRT_F64:
-            n = tp->n_double_val;
-            break;
-        case TCRT_I64:
-            n = tp->n_int64_val;
-            break;
-        case TCRT_BOOL:
-            n = tp->n_bool_val;
-            break;
-        default:
-            n = tp->n_int_val;
-            break;
-        }
+        size_t n = value_count(tp, dt, is_half || is_bf16);
         if (n > (size_t)count) {
             ok = tf_errorf(c, "constant has %zu values but its shape holds %lld", n, (long long)count);
         } else if (n > 0) {

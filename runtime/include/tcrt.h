@@ -83,7 +83,11 @@ int64_t tcrt_tensor_count(const tcrt_tensor *t);
 /* ---- status ---- */
 const char *tcrt_status_str(tcrt_status s);
 
-/* ---- threads ---- */
+/* ---- threads ----
+ * tcrt_set_threads clamps to [1, TCRT_MAX_THREADS] and starts the OpenMP
+ * team right away (not inside the first run); fast-kernel workspaces are
+ * sized for any team up to TCRT_MAX_THREADS. */
+#define TCRT_MAX_THREADS 16
 void tcrt_set_threads(int n);                   /* kernels that can use threads */
 int tcrt_get_threads(void);
 

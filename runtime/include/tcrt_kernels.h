@@ -106,9 +106,11 @@ tcrt_status tcrt_ref_random_uniform(const tcrt_tensor *in, int n_in, tcrt_tensor
 /* Fast kernels (Eigen through a C++ shim, or hand-written): same contracts as
  * their reference twins, f32 only; they fall back to the reference kernel for
  * cases they do not cover. */
+/* fast matmul and conv2d take a workspace as out[1] (U8, rank 1) of at least
+ * tcrt_fast_{matmul,conv2d}_workspace(...) bytes (0: none needed); the memory
+ * planner reserves it.  With it they allocate nothing. */
 tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
-/* fast conv2d takes a workspace as out[1] (U8, rank 1) of at least
- * tcrt_fast_conv2d_workspace(...) bytes; the memory planner reserves it. */
+size_t tcrt_fast_matmul_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
 tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 size_t tcrt_fast_conv2d_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
 

@@ -6,7 +6,8 @@
  * (asymmetric), dilation 2, depthwise multiplier 1 and 2, 1x1 pointwise,
  * an im2col that needs several row blocks, bias + relu6/leaky epilogues,
  * the missing-workspace fallback, and batched matmul with broadcast batch
- * dims, transposes and bias/relu6, with 1 and 2 threads.
+ * dims, transposes and bias/relu6, GEMV shapes, K/N cache blocking and
+ * K = 0, with and without the workspace, with 1 and 2 threads.
  */
 #include "tcrt_kernels.h"
 
@@ -95,12 +96,15 @@ static void run_conv(const ConvCase *cc, bool give_workspace)
     tcrt_tensor outf[2] = {outr, {.dtype = TCRT_U8, .rank = 1}};
     outf[0].data = yf;
     size_t ws = tcrt_fast_conv2d_workspace(in, n_in, &outf[0], &p);
-    if (cc->depthwise || (cc->kh == 1 && cc->kw == 1 && cc->s == 1 && !cc->same))
+    if (cc->depthwise)
         ck_assert_uint_eq(ws, 0);
     void *wsb = give_workspace ? malloc(ws ? ws : 1) : NULL;
     outf[1].data = wsb;
     outf[1].dims[0] = give_workspace ? (int64_t)ws : 0;
-    ck_assert_uint_le(ws, (8u << 20) + (size_t)cc->kh * cc->kw * cc->c * 4);
+    /* per thread (16 at most): a 2 MB patch block (or 128 rows) + GEMM
+     * packing buffers (at most 288 x (1536 + nc) floats, nc*288*4 <= 768 KB) */
+    ck_assert_uint_le(ws, 16 * ((2u << 20) + 128 * (size_t)cc->kh * cc->kw * cc->c * 4 + 288 * 1536 * 4 +
+                                (768u << 10) + 256) + 64);
     ck_assert_int_eq(tcrt_fast_conv2d(in, n_in, outf, give_workspace ? 2 : 1, &p), TCRT_OK);
     compare(yf, yr, ny, "conv2d");
     free(wsb);
@@ -205,8 +209,18 @@ static void run_mm(const MMCase *mc)
     o.data = yr;
     ck_assert_int_eq(tcrt_ref_matmul(in, n_in, &o, 1, &p), TCRT_OK);
     o.data = yf;
-    ck_assert_int_eq(tcrt_fast_matmul(in, n_in, &o, 1, &p), TCRT_OK);
+    size_t ws = tcrt_fast_matmul_workspace(in, n_in, &o, &p);
+    if (mc->m == 1 || mc->n == 1)
+        ck_assert_uint_eq(ws, 0); /* GEMV */
+    void *wsb = malloc(ws ? ws : 1);
+    tcrt_tensor outs[2] = {o, {.data = wsb, .dtype = TCRT_U8, .rank = 1, .dims = {(int64_t)ws}}};
+    ck_assert_int_eq(tcrt_fast_matmul(in, n_in, outs, 2, &p), TCRT_OK);
     compare(yf, yr, ny, "matmul");
+    /* without the workspace: the reference (same result) */
+    memset(yf, 0, (size_t)ny * 4);
+    ck_assert_int_eq(tcrt_fast_matmul(in, n_in, &o, 1, &p), TCRT_OK);
+    compare(yf, yr, ny, "matmul (no workspace)");
+    free(wsb);
     free(a.data);
     free(b.data);
     free(bias);
@@ -225,6 +239,12 @@ START_TEST(fast_matmul_cases)
         {4, 3, {2, 1}, {3}, 4, 5, 6, false, true, false, TCRT_ACT_NONE}, /* [2,1] x [3] -> [2,3] */
         {3, 4, {1}, {2, 3}, 4, 5, 6, true, false, true, TCRT_ACT_RELU6},
         {2, 2, {0}, {0}, 1, 256, 1000, false, false, true, TCRT_ACT_NONE}, /* dense layer */
+        {2, 2, {0}, {0}, 1, 300, 70, true, true, true, TCRT_ACT_RELU},      /* GEMV, dot form */
+        {2, 2, {0}, {0}, 90, 300, 1, true, false, true, TCRT_ACT_RELU6},    /* GEMV, N == 1 */
+        {2, 2, {0}, {0}, 300, 600, 700, false, false, true, TCRT_ACT_NONE}, /* K and N blocked */
+        {3, 2, {5}, {0}, 40, 50, 30, false, true, true, TCRT_ACT_RELU},     /* batch >= threads */
+        {2, 2, {0}, {0}, 0, 5, 3, false, false, true, TCRT_ACT_NONE},       /* empty */
+        {2, 2, {0}, {0}, 4, 0, 3, false, false, true, TCRT_ACT_RELU6},      /* K = 0: bias */
     };
     for (int t = 1; t <= 2; t++) {
         tcrt_set_threads(t);
