@@ -8,13 +8,17 @@
 #   make docs       regenerate docs/ops.md from the op tables
 #   make clean      remove build directories and demo output
 #
-# Variables: MESON_TEST_ARGS (extra args for `meson test`, e.g. --suite unit).
+# Variables: MESON_TEST_ARGS (extra args for `meson test`, e.g. --suite unit),
+#            BUILD / ASAN_BUILD (build directories), ASAN_OPTS (ASAN_OPTIONS for test-asan).
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 MESON_TEST_ARGS ?=
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
 REAL_CC    := $(shell command -v cc || echo /usr/bin/cc)
+# LeakSanitizer is on: the compiler and compiled executables must free what they allocate
+# (known exceptions, each explained, in scripts/lsan.supp).
+ASAN_OPTS  ?= abort_on_error=0:detect_leaks=1
 
 .PHONY: all setup test test-asan demo bench docs clean
 
@@ -48,7 +52,7 @@ test-asan: $(ASAN_BUILD)/build.ninja
 	printf '#!/bin/sh\nexec %s %s "$$@"\n' '$(REAL_CC)' '$(SAN_FLAGS)' > $(ASAN_BUILD)/ccwrap/cc; \
 	chmod +x $(ASAN_BUILD)/ccwrap/cc
 	@rc=0; PATH="$(abspath $(ASAN_BUILD))/ccwrap:$$PATH" \
-	ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ASAN_OPTIONS='$(ASAN_OPTS)' LSAN_OPTIONS=suppressions='$(CURDIR)/scripts/lsan.supp' UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 4 $(MESON_TEST_ARGS) || rc=$$?; \
 	scripts/check_lines.sh $(ASAN_BUILD)/meson-logs/testlog.txt; exit $$rc
 

@@ -53,7 +53,8 @@ const firstLine = (s) => (s || '').split('\n').map((l) => l.trim()).filter((l) =
 
 function compile(a, model, io, exe) {
   const argv = ['compile', model];
-  for (const i of io.inputs) argv.push('--feed', stripPort(i.tensor) + (i.shape.length ? ':' + i.shape.join('x') : ''));
+  // NAME:k:DIMS (tfcc's unambiguous form; 'scalar' for rank 0)
+  for (const i of io.inputs) argv.push('--feed', `${/:\d+$/.test(i.tensor) ? i.tensor : i.tensor + ':0'}:${i.shape.length ? i.shape.join('x') : 'scalar'}`);
   for (const o of io.outputs) argv.push('--fetch', o.tensor);
   argv.push('-o', exe, '--stats');
   const t0 = process.hrtime.bigint();
@@ -141,10 +142,11 @@ async function benchRun(a) {
     rows.tfjs.push(median(t));
     rows.tfcc2.push(exeMedian(2));
   }
+  const after = load();
   // agreement: tfcc's output (last run) vs TF.js wasm and vs the reference (TF.js cpu)
   const mine = U.readNpy(path.join(outDir, U.npyName(fetch))).data;
   const ref = U.readNpy(path.join(refDir, io.outputs[0].file)).data;
-  return { rows, load: ld, stats: c.stats, compileWall: c.wallMs, diffWasm: U.maxAbsDiff(mine, tfOut), diffRef: U.maxAbsDiff(mine, ref), backend: tf.getBackend(), tfVersion: tf.version_core };
+  return { rows, load: ld, loadAfter: after, stats: c.stats, compileWall: c.wallMs, diffWasm: U.maxAbsDiff(mine, tfOut), diffRef: U.maxAbsDiff(mine, ref), backend: tf.getBackend(), tfVersion: tf.version_core };
 }
 
 async function main() {
@@ -196,7 +198,14 @@ function report(a, mach, before, res, rb) {
   L.push(`- CPU: ${mach.model}, ${mach.cores} logical CPUs; memory ${mach.mem}; Linux ${mach.kernel}; Node ${mach.node}`);
   L.push(`- Load before the runs (/proc/loadavg): \`${before.loadavg}\``);
   L.push('- `top` before the runs:', '', '```', before.top, '```', '');
-  L.push('This machine may be shared with other jobs: treat 2-thread numbers with care when the load above is not near 0.', '');
+  const busy = Number(before.loadavg.split(' ')[0]);
+  if (busy > 0.5) {
+    L.push(`**Caveat: the machine was busy when this ran (1-minute load ${busy} on ${mach.cores} CPUs, see \`top\` above).**`,
+      'Other processes shared the cores, so every time below is inflated, and the 2-thread row most of all',
+      '(its threads wait for each other while a core is taken). Rerun `make bench` on a quiet machine for clean numbers.', '');
+  } else {
+    L.push('The machine was quiet (load near 0) when this ran.', '');
+  }
 
   L.push('## (a) Compile time', '');
   L.push('Every corpus model (`../shared/models/manifest.json`) with reference outputs and without control-flow ops, compiled once by',
@@ -228,7 +237,9 @@ function report(a, mach, before, res, rb) {
       `Method: 3 untimed warm-up runs of each; then ${a.rounds} interleaved rounds, each = the tfcc executable with \`--repeat ${a.repeat} --threads 1\``,
       `(it prints the median of its ${a.repeat} runs), ${a.repeat} timed TF.js runs (median taken), the executable with \`--threads 2\`.`,
       'Table: median and min over the rounds of the per-round medians, in milliseconds per inference (batch 1).', '');
-    L.push(`Load just before the timed rounds: \`${rb.load.loadavg}\``, '');
+    L.push(`Load (/proc/loadavg) just before the timed rounds: \`${rb.load.loadavg}\`; just after: \`${rb.loadAfter.loadavg}\`.`,
+      'A round far slower than the others (see the per-round medians below) means another process took a core during it;',
+      'the medians are robust to a few such rounds.', '');
     const base = median(rb.rows.tfjs);
     L.push('| engine | threads | median ms | min ms | speed-up vs TF.js wasm |', '|---|---:|---:|---:|---:|');
     L.push(`| TF.js wasm | 1 | ${fmt(base, 2)} | ${fmt(Math.min(...rb.rows.tfjs), 2)} | 1.00x |`);

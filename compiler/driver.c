@@ -54,7 +54,20 @@ typedef struct Options {
     bool markdown;
     const char *run_args[MAX_ITEMS]; /* extra args passed to the executable (run) */
     int n_run_args;
+    char *owned[2 * MAX_ITEMS + 8]; /* strings allocated for the options, freed by drv_main */
+    int n_owned;
 } Options;
+
+/* Keeps p (malloc'ed) until drv_main returns; false (and frees p) when full. */
+static bool own(Options *o, char *p)
+{
+    if (!p || o->n_owned >= (int)(sizeof o->owned / sizeof o->owned[0])) {
+        free(p);
+        return false;
+    }
+    o->owned[o->n_owned++] = p;
+    return true;
+}
 
 static double now_ms(void)
 {
@@ -150,12 +163,12 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
             }
             /* accept comma separated lists too */
             char *dup = strdup(v);
-            if (!dup)
+            if (!own(o, dup))
                 return 1;
             for (char *save = NULL, *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save))
                 if (!push(o->fetches, &o->n_fetches, t, err, "fetches"))
                     return 2;
-            i++; /* dup intentionally kept alive until exit */
+            i++;
         } else if (!strcmp(a, "--disable-pass")) {
             if (!v) {
                 fprintf(err, "error: --disable-pass needs a value\n");
@@ -400,7 +413,7 @@ static bool compile_model(const Options *o, const TfFeedSpec *feeds, int n_feeds
 }
 
 /* Feed and fetch specs from --config (tfcompile's tf2xla.Config). */
-static bool config_specs(const char *path, TfFeedSpec *feeds, int *n_feeds, const char **fetches,
+static bool config_specs(Options *opt, const char *path, TfFeedSpec *feeds, int *n_feeds, const char **fetches,
                          int *n_fetches, Tensorflow__Tf2xla__Config **cfg_out, Status *st)
 {
     Tensorflow__Tf2xla__Config *cfg = fe_config_load(path, st);
@@ -416,7 +429,7 @@ static bool config_specs(const char *path, TfFeedSpec *feeds, int *n_feeds, cons
         TfFeedSpec *s = &feeds[(*n_feeds)++];
         memset(s, 0, sizeof *s);
         char *nm = malloc(strlen(f->id->node_name) + 24);
-        if (!nm)
+        if (!own(opt, nm))
             return st_errorf(st, ST_NOMEM, "out of memory");
         sprintf(nm, "%s:%lld", f->id->node_name, (long long)f->id->output_index);
         s->name = nm;
@@ -442,7 +455,7 @@ static bool config_specs(const char *path, TfFeedSpec *feeds, int *n_feeds, cons
         if (!f->id || !f->id->node_name || !f->id->node_name[0])
             return st_errorf(st, ST_ERROR, "%s: fetch %zu has no id.node_name", path, i);
         char *nm = malloc(strlen(f->id->node_name) + 24);
-        if (!nm)
+        if (!own(opt, nm))
             return st_errorf(st, ST_NOMEM, "out of memory");
         sprintf(nm, "%s:%lld", f->id->node_name, (long long)f->id->output_index);
         fetches[(*n_fetches)++] = nm;
@@ -466,7 +479,7 @@ static int report(Status *st, FILE *err)
     return 1;
 }
 
-static int cmd_compile(const Options *o, FILE *out, FILE *err)
+static int cmd_compile(Options *o, FILE *out, FILE *err)
 {
     Status st = ST_INIT;
     TfFeedSpec feeds[MAX_ITEMS];
@@ -476,7 +489,7 @@ static int cmd_compile(const Options *o, FILE *out, FILE *err)
     Tensorflow__Tf2xla__Config *cfg = NULL;
     int rc = 1;
 
-    if (o->config && !config_specs(o->config, feeds, &n_feeds, fetches, &n_fetches, &cfg, &st))
+    if (o->config && !config_specs(o, o->config, feeds, &n_feeds, fetches, &n_fetches, &cfg, &st))
         goto done;
     for (int i = 0; i < o->n_feeds; i++) {
         if (n_feeds >= MAX_ITEMS) {
@@ -823,14 +836,18 @@ int drv_main(int argc, char **argv, FILE *out, FILE *err)
     Options o;
     int rc = parse_args(argc, argv, &o, err);
     if (rc == -1)
-        return 0;
-    if (rc)
-        return rc;
-    if (!strcmp(o.cmd, "compile"))
-        return cmd_compile(&o, out, err);
-    if (!strcmp(o.cmd, "run"))
-        return cmd_run(&o, out, err);
-    if (!strcmp(o.cmd, "info"))
-        return cmd_info(&o, out, err);
-    return cmd_ops(&o, out);
+        rc = 0;
+    else if (rc)
+        ;
+    else if (!strcmp(o.cmd, "compile"))
+        rc = cmd_compile(&o, out, err);
+    else if (!strcmp(o.cmd, "run"))
+        rc = cmd_run(&o, out, err);
+    else if (!strcmp(o.cmd, "info"))
+        rc = cmd_info(&o, out, err);
+    else
+        rc = cmd_ops(&o, out);
+    for (int i = 0; i < o.n_owned; i++)
+        free(o.owned[i]);
+    return rc;
 }

@@ -9,6 +9,9 @@
  * over the output index space (0 on broadcast dims) and an odometer walks
  * the output in C order.  COPY is a memcpy; every other op calls its
  * reference kernel from libtcrt on tensors wrapping the constants' data.
+ * Integer add/sub/mul/neg/abs/square/pow whose exact result (bounded by the
+ * double evaluation) leaves +-2^62 are not folded: int64 overflow is
+ * undefined behaviour here, and run time computes them as generated code does.
  * Invariants: F_EFFECT and leaf ops are never folded; results are new CONST
  * nodes in g's arena (64-byte aligned data); inputs are never modified.
  */
@@ -93,6 +96,8 @@ bool ir_eval_elementwise(Op op, const tcrt_tensor *in, int n_in, tcrt_tensor *ou
         dom = in[0].dtype;
     bool use_f = ir_dtype_is_float(dom);
     bool guard_div = op == OP_DIV || op == OP_FLOORDIV || op == OP_FLOORMOD;
+    bool guard_ovf = op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_NEG || op == OP_ABS ||
+                     op == OP_SQUARE || op == OP_POW;
     EvalD fd = eval_d[op];
     EvalI fi = eval_i[op];
 
@@ -110,10 +115,19 @@ bool ir_eval_elementwise(Op op, const tcrt_tensor *in, int n_in, tcrt_tensor *ou
             for (int i = 0; i < n_in; i++)
                 a[i] = ir_load_i64(in[i].data, in[i].dtype, off[i]);
             int64_t r;
-            if (guard_div && a[0] == INT64_MIN && a[1] == -1)
+            if (guard_div && a[0] == INT64_MIN && a[1] == -1) {
                 r = op == OP_FLOORMOD ? 0 : INT64_MIN;   /* wraps instead of trapping */
-            else
+            } else {
+                /* int64 overflow is undefined in C (and pow's double may not
+                 * fit): the double evaluation bounds the exact result, and
+                 * past 2^62 the node is left to run time (ST_UNSUPPORTED). */
+                if (guard_ovf) {
+                    double rd = fd((double)a[0], (double)a[1], (double)a[2]);
+                    if (!(rd > -0x1p62 && rd < 0x1p62))
+                        return st_errorf(st, ST_UNSUPPORTED, "%s: integer result out of range", info->name);
+                }
                 r = fi(a[0], a[1], a[2]);
+            }
             ir_store_i64(out->data, out->dtype, k, r);
         }
         /* odometer step */
@@ -185,8 +199,11 @@ bool ir_fold_node(IrGraph *g, IrNode *n, IrValue *outv, Status *st)
 
     if (info->kind == K_ELEM) {
         Status est = ST_INIT;
-        if (!ir_eval_elementwise(n->op, in, n->n_inputs, &out[0], &est))
+        if (!ir_eval_elementwise(n->op, in, n->n_inputs, &out[0], &est)) {
+            if (est.code == ST_UNSUPPORTED)
+                return false; /* integer overflow: not folded, computed at run time */
             return ir_node_errorf(st, n, "constant folding failed: %s", est.msg);
+        }
     } else if (n->op == OP_COPY) {
         size_t bytes = ir_type_bytes(&n->out[0].type);
         if (bytes != ir_type_bytes(&n->inputs[0].node->out[0].type))

@@ -11,7 +11,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/setup.sh
-[ -f build/build.ninja ] || meson setup build
-ninja -C build compiler/tfcc >/dev/null
+quiet() { local out; out=$("$@" 2>&1) || { echo "$out"; echo "demo: '$*' failed" >&2; exit 1; }; }
+echo "demo: building build/compiler/tfcc"
+[ -f build/build.ninja ] || quiet meson setup build
+quiet ninja -C build compiler/tfcc
 echo
 exec node tools/demo.js --tfcc "$root/build/compiler/tfcc" --out "$root/demo-out" "$@"

@@ -348,10 +348,12 @@ static bool load_weight(Ctx *c, const JsonValue *w, size_t gi, size_t wi, const 
         else
             return st_errorf(c->st, ST_UNSUPPORTED, "%s: weight '%s': unsupported quantization dtype '%.40s'",
                              c->path, name, qd->str);
-        if (!qhalf && (!json_number_field(q, "scale", &scale) || !json_number_field(q, "min", &minv)))
+        /* finite: 1e999 parses as inf, and inf * 0 is a NaN no integer can hold */
+        if (!qhalf && (!json_number_field(q, "scale", &scale) || !json_number_field(q, "min", &minv) ||
+                       !isfinite(scale) || !isfinite(minv)))
             return st_errorf(c->st, ST_ERROR,
-                             "%s: weight '%s': quantization needs numeric \"scale\" and \"min\"", c->path,
-                             name);
+                             "%s: weight '%s': quantization needs finite numeric \"scale\" and \"min\"",
+                             c->path, name);
         const JsonValue *od = fe_json_get(q, "original_dtype");
         const DtypeInfo *odi = od && od->type == JSON_STRING ? find_dtype(od->str) : di;
         if (!odi ||
