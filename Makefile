@@ -67,7 +67,7 @@ docs: all
 	$(BUILD)/compiler/tfcc ops --markdown > docs/ops.md
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) demo-out
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz demo-out
 
 # Fuzzing (fuzz/, docs/fuzzing.md): builds the libFuzzer targets with clang
 # (ASan + UBSan) into build-fuzz/ and runs each for FUZZ_SECONDS (default 60),

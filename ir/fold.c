@@ -9,6 +9,8 @@
  * over the output index space (0 on broadcast dims) and an odometer walks
  * the output in C order.  COPY is a memcpy; every other op calls its
  * reference kernel from libtcrt on tensors wrapping the constants' data.
+ * Results count against a per-graph budget (IR_MAX_FOLD_TOTAL_BYTES); once
+ * it is spent only tiny results (shape arithmetic) fold, the rest run.
  * Integer add/sub/mul/neg/abs/square/pow whose exact result (bounded by the
  * double evaluation) leaves +-2^62 are not folded: int64 overflow is
  * undefined behaviour here, and run time computes them as generated code does.
@@ -175,7 +177,11 @@ bool ir_fold_node(IrGraph *g, IrNode *n, IrValue *outv, Status *st)
             return false;
         total += ir_type_bytes(t);
     }
-    if (total > IR_MAX_FOLD_BYTES)
+    /* Per-graph budget: without it a few bytes of file (a chain of Adds on
+     * a 64 MiB Fill) make gigabytes of constants. */
+    if (total > IR_MAX_FOLD_BYTES ||
+        (total > IR_FOLD_SMALL_BYTES &&
+         (g->fold_bytes >= IR_MAX_FOLD_TOTAL_BYTES || total > IR_MAX_FOLD_TOTAL_BYTES - g->fold_bytes)))
         return false;
 
     tcrt_tensor inbuf[8], *in = inbuf;
@@ -196,6 +202,7 @@ bool ir_fold_node(IrGraph *g, IrNode *n, IrValue *outv, Status *st)
             return st_errorf(st, ST_NOMEM, "out of memory");
         out[k] = wrap(&n->out[k].type, data[k]);
     }
+    g->fold_bytes += total;
 
     if (info->kind == K_ELEM) {
         Status est = ST_INIT;

@@ -308,6 +308,10 @@ static bool append_node(IrGraph *g, IrNode *n, Status *st)
 /* Allocates an unlinked node with its arrays. */
 static IrNode *new_node(IrGraph *g, Op op, int n_inputs, int n_outputs, Status *st)
 {
+    if (g->n_nodes >= IR_MAX_NODES) {
+        st_errorf(st, ST_ERROR, "the graph needs more than %d IR nodes (the limit)", IR_MAX_NODES);
+        return NULL;
+    }
     IrNode *n = arena_alloc(&g->arena, sizeof *n);
     if (!n)
         goto oom;

@@ -29,6 +29,13 @@
 /* Limits on what a model file may ask for (checked, documented in docs/limits.md). */
 #define IR_MAX_ELEMENTS ((int64_t)1 << 34)     /* elements in one tensor */
 #define IR_MAX_FOLD_BYTES ((size_t)64 << 20)    /* largest constant folding result */
+/* All folding results of one graph together (IrGraph.fold_bytes); past it
+ * only results of at most IR_FOLD_SMALL_BYTES (shape arithmetic) still fold. */
+#define IR_MAX_FOLD_TOTAL_BYTES ((size_t)256 << 20)
+#define IR_FOLD_SMALL_BYTES ((size_t)256)
+/* Nodes in one graph (about 550 bytes each): one TF node can lower to a
+ * thousand (Split), so a small file could otherwise ask for gigabytes. */
+#define IR_MAX_NODES (1 << 21)
 
 /* ---- status.c ---------------------------------------------------------- */
 
@@ -203,6 +210,7 @@ struct IrGraph {
     int64_t arena_bytes;          /* set by memory planning */
     int64_t weights_bytes;
     int64_t unplanned_bytes;      /* sum of every planned buffer, for stats */
+    size_t fold_bytes;            /* bytes of constants made by ir_fold_node so far */
 };
 
 /* Returns NULL (and st set) on OOM. Free with ir_graph_free. */

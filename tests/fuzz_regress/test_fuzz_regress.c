@@ -60,6 +60,12 @@ static const Pinned pinned[] = {
     {"pbtxt-splat-const.pbtxt", 1, NULL},
     {"pbtxt-splat-const-list.pbtxt", 0,
      "node 'c' (Const): constant tensor of shape [268435456] lists 2 values; repeating the last one"},
+    /* 80 folded 64 MB constants (5 GB) from 8 KB: the per-graph folding budget stops at 256 MiB. */
+    {"pbtxt-fold-budget.pbtxt", 1, NULL},
+    /* int64 overflow in constant folding (UB): left unfolded, the import succeeds. */
+    {"pbtxt-int64-overflow-fold.pbtxt", 1, NULL},
+    /* Quantization scale 1e999 (inf): inf * 0 was a NaN cast to int32 (UB). */
+    {"tfjs-quant-inf-scale.json", 0, "weight 'w': quantization needs finite numeric \"scale\" and \"min\""},
 };
 
 static uint8_t *read_all(const char *path, size_t *n)
@@ -81,6 +87,15 @@ static uint8_t *read_all(const char *path, size_t *n)
     fclose(f);
     *n = len;
     return buf;
+}
+
+/* 4 GiB of address space (ASan: see __asan_default_options). */
+static void limit_memory(void)
+{
+#ifndef UNDER_ASAN
+    struct rlimit rl = {(rlim_t)4 << 30, (rlim_t)4 << 30};
+    setrlimit(RLIMIT_AS, &rl);
+#endif
 }
 
 /* Runs file through its target's pipeline; msg gets the error text. */
@@ -113,10 +128,7 @@ START_TEST(test_replay)
 {
     const char *file = files[_i];
     char msg[4096];
-#ifndef UNDER_ASAN
-    struct rlimit rl = {(rlim_t)4 << 30, (rlim_t)4 << 30};
-    setrlimit(RLIMIT_AS, &rl);
-#endif
+    limit_memory();
     int r = replay(file, msg, sizeof msg);
     ck_assert_msg(r != -2, "%s: no fuzz target of that name", file);
     ck_assert_msg(r >= 0, "%s: error without a message, or a tensor that disagrees with the file", file);
@@ -140,6 +152,40 @@ START_TEST(test_pinned_present)
             found = found || !strcmp(files[i], pinned[k].file);
         ck_assert_msg(found, "pinned file %s is missing from %s", pinned[k].file, data_dir);
     }
+}
+END_TEST
+
+/* Too large to keep as a file (2100 nodes): 2100 Splits into 1024 pieces each
+ * lower to 2.1M IR nodes, over a GiB of graph from 330 KB of text.  The IR
+ * now stops at IR_MAX_NODES with a message. */
+START_TEST(test_node_limit)
+{
+    enum { N = 2100 };
+    limit_memory();
+    size_t cap = (size_t)N * 200 + 4096, len = 0;
+    char *t = malloc(cap);
+    ck_assert(t != NULL);
+    len += (size_t)snprintf(t + len, cap - len,
+                            "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } }"
+                            " attr { key: 'shape' value { shape { dim { size: 1024 } } } } }\n"
+                            "node { name: 'ax' op: 'Const' attr { key: 'dtype' value { type: DT_INT32 } }"
+                            " attr { key: 'value' value { tensor { dtype: DT_INT32 int_val: 0 } } } }\n");
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(t + len, cap - len,
+                                "node { name: 's%d' op: 'Split' input: 'ax' input: 'x' attr { key: 'T' value {"
+                                " type: DT_FLOAT } } attr { key: 'num_split' value { i: 1024 } } }\n",
+                                i);
+    len += (size_t)snprintf(t + len, cap - len, "node { name: 'out' op: 'AddN' attr { key: 'N' value { i: %d } }",
+                            N);
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(t + len, cap - len, " input: 's%d:1023'", i);
+    len += (size_t)snprintf(t + len, cap - len, " attr { key: 'T' value { type: DT_FLOAT } } }\n");
+    ck_assert(len < cap);
+    Status st = ST_INIT;
+    int r = fuzz_run_pbtxt((const uint8_t *)t, len, &st);
+    free(t);
+    ck_assert_int_eq(r, 0);
+    ck_assert_msg(strstr(st.msg, "the graph needs more than 2097152 IR nodes (the limit)") != NULL, "%s", st.msg);
 }
 END_TEST
 
@@ -185,6 +231,7 @@ int main(int argc, char **argv)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_replay, 0, n_files);
     tcase_add_test(tc, test_pinned_present);
+    tcase_add_test(tc, test_node_limit);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,18 @@
+/* fuzz/fuzz_pbtxt.c - libFuzzer target: text -> GraphDef text format -> tf_import.
+ *
+ * A thin wrapper: the pipeline is fuzz_run_pbtxt in fuzz_entry.h (shared with
+ * tests/fuzz_regress, which replays saved inputs through it).  Clean errors
+ * are expected; crashes, sanitizer reports, leaks, hangs (-timeout), huge
+ * allocations (-malloc_limit_mb) and broken contracts (abort) are findings.
+ */
+#include "fuzz/fuzz_entry.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    Status st = ST_INIT;
+    if (fuzz_run_pbtxt(data, size, &st) < 0)
+        abort();
+    return 0;
+}
