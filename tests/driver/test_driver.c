@@ -183,8 +183,6 @@ START_TEST(test_config_and_repeat)
     path(model, sizeof model, models_dir, "github-tensorflow/aot_test_graph_tfadd/test_graph_tfadd.pbtxt");
     path(config, sizeof config, models_dir,
          "github-tensorflow/aot_test_graph_tfadd/test_graph_tfadd.config.pbtxt");
-    if (!exists(model))
-        return; /* corpus absent: nothing to check here (main() reports SKIP when it is) */
     path(exe, sizeof exe, tmp_dir, "tfadd");
     Result r = tfcc("compile", model, "--config", config, "-o", exe, NULL);
     ck_assert_msg(r.rc == 0, "%s", r.err);
@@ -236,7 +234,12 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_info);
     tcase_add_test(tc, test_ops);
     tcase_add_test(tc, test_dump_and_keep);
-    tcase_add_test(tc, test_config_and_repeat);
+    char probe[1200];
+    path(probe, sizeof probe, models_dir, "github-tensorflow/aot_test_graph_tfadd/test_graph_tfadd.pbtxt");
+    if (exists(probe))
+        tcase_add_test(tc, test_config_and_repeat);
+    else
+        printf("SKIP: test_config_and_repeat (%s absent)\n", models_dir);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
