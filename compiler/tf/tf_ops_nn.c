@@ -182,6 +182,23 @@ static void same_pads(int64_t in, int64_t k, int64_t s, int64_t d, int64_t *lo, 
     *hi = total - *lo;
 }
 
+/* Conv parameter block (TCRT_CONV_* layout) from strides, dilations and
+ * explicit pads (top, left, bottom, right). */
+static IrParams conv_params(int64_t sh, int64_t sw, int64_t dh, int64_t dw, const int64_t pads[4])
+{
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    p.i[TCRT_CONV_SH] = sh;
+    p.i[TCRT_CONV_SW] = sw;
+    p.i[TCRT_CONV_DH] = dh;
+    p.i[TCRT_CONV_DW] = dw;
+    p.i[TCRT_CONV_PT] = pads[0];
+    p.i[TCRT_CONV_PL] = pads[1];
+    p.i[TCRT_CONV_PB] = pads[2];
+    p.i[TCRT_CONV_PR] = pads[3];
+    return p;
+}
+
 /* Fills pads[4] = top, left, bottom, right for an NHWC input of height ih,
  * width iw. */
 static bool window_pads(TfCtx *c, bool nchw, int64_t ih, int64_t iw, int64_t kh, int64_t kw, int64_t sh,
@@ -866,16 +883,7 @@ static bool conv_core(TfCtx *c, IrValue x, IrValue w, const IrValue *bias, bool 
                          depthwise ? "" : " (grouped convolution is not supported)");
     if (!window_pads(c, nchw, xs->dims[1], xs->dims[2], ws->dims[0], ws->dims[1], sh, sw, dh, dw, pads))
         return false;
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    p.i[TCRT_CONV_SH] = sh;
-    p.i[TCRT_CONV_SW] = sw;
-    p.i[TCRT_CONV_DH] = dh;
-    p.i[TCRT_CONV_DW] = dw;
-    p.i[TCRT_CONV_PT] = pads[0];
-    p.i[TCRT_CONV_PL] = pads[1];
-    p.i[TCRT_CONV_PB] = pads[2];
-    p.i[TCRT_CONV_PR] = pads[3];
+    IrParams p = conv_params(sh, sw, dh, dw, pads);
     p.i[TCRT_CONV_DEPTHWISE] = depthwise;
     p.i[TCRT_CONV_ACT] = act;
     p.f[0] = alpha;
@@ -957,16 +965,7 @@ static bool lower_conv2d_backprop_input(TfCtx *c, const IrValue *in, int n_in, I
     const IrShape *ws = shape_of(w);
     if (!window_pads(c, nchw, sizes[1], sizes[2], ws->dims[0], ws->dims[1], sh, sw, dh, dw, pads))
         return false;
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    p.i[TCRT_CONV_SH] = sh;
-    p.i[TCRT_CONV_SW] = sw;
-    p.i[TCRT_CONV_DH] = dh;
-    p.i[TCRT_CONV_DW] = dw;
-    p.i[TCRT_CONV_PT] = pads[0];
-    p.i[TCRT_CONV_PL] = pads[1];
-    p.i[TCRT_CONV_PB] = pads[2];
-    p.i[TCRT_CONV_PR] = pads[3];
+    IrParams p = conv_params(sh, sw, dh, dw, pads);
     IrType t;
     t.dtype = dtype_of(dy);
     t.shape = ir_shape_make(4, sizes);
