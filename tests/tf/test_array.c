@@ -13,143 +13,16 @@
 #include <string.h>
 
 #include "compiler/tf/tf.h"
+#include "tf_build.h"
 
-/* ---- GraphDef building helpers ------------------------------------------ */
+/* ---- GraphDef building helpers (tf_build.h, shared with the nn tests) -- */
 
-static void *allocs[8192];
-static int n_allocs;
-
-static void *xcalloc(size_t n)
-{
-    void *p = calloc(1, n ? n : 1);
-    ck_assert_ptr_nonnull(p);
-    ck_assert_int_lt(n_allocs, (int)(sizeof allocs / sizeof allocs[0]));
-    allocs[n_allocs++] = p;
-    return p;
-}
-
-static char *xstrdup(const char *s)
-{
-    char *p = xcalloc(strlen(s) + 1);
-    strcpy(p, s);
-    return p;
-}
-
-static void free_all(void)
-{
-    for (int i = 0; i < n_allocs; i++)
-        free(allocs[i]);
-    n_allocs = 0;
-}
-
-typedef struct G {
-    Tensorflow__GraphDef gd;
-    Tensorflow__NodeDef *nodes[64];
-} G;
-
-static G *g_new(void)
-{
-    G *g = xcalloc(sizeof *g);
-    tensorflow__graph_def__init(&g->gd);
-    g->gd.node = g->nodes;
-    return g;
-}
-
-/* Adds a node; inputs are a NULL-terminated list of "name" / "name:1". */
-static Tensorflow__NodeDef *node(G *g, const char *name, const char *op, ...)
-{
-    Tensorflow__NodeDef *nd = xcalloc(sizeof *nd);
-    tensorflow__node_def__init(nd);
-    nd->name = xstrdup(name);
-    nd->op = xstrdup(op);
-    nd->input = xcalloc(sizeof(char *) * 16);
-    nd->attr = xcalloc(sizeof(Tensorflow__NodeDef__AttrEntry *) * 16);
-    va_list ap;
-    va_start(ap, op);
-    for (const char *s; (s = va_arg(ap, const char *)) != NULL;)
-        nd->input[nd->n_input++] = xstrdup(s);
-    va_end(ap);
-    ck_assert_int_lt((int)g->gd.n_node, 64);
-    g->nodes[g->gd.n_node++] = nd;
-    return nd;
-}
-
-static Tensorflow__AttrValue *attr(Tensorflow__NodeDef *nd, const char *key)
-{
-    Tensorflow__NodeDef__AttrEntry *e = xcalloc(sizeof *e);
-    Tensorflow__AttrValue *v = xcalloc(sizeof *v);
-    tensorflow__node_def__attr_entry__init(e);
-    tensorflow__attr_value__init(v);
-    e->key = xstrdup(key);
-    e->value = v;
-    nd->attr[nd->n_attr++] = e;
-    return v;
-}
-
-static void attr_i(Tensorflow__NodeDef *nd, const char *key, int64_t i)
-{
-    Tensorflow__AttrValue *v = attr(nd, key);
-    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_I;
-    v->i = i;
-}
-
-static void attr_b(Tensorflow__NodeDef *nd, const char *key, bool b)
-{
-    Tensorflow__AttrValue *v = attr(nd, key);
-    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_B;
-    v->b = b;
-}
-
-static void attr_type(Tensorflow__NodeDef *nd, const char *key, int type)
-{
-    Tensorflow__AttrValue *v = attr(nd, key);
-    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_TYPE;
-    v->type = (Tensorflow__DataType)type;
-}
-
-static void attr_s(Tensorflow__NodeDef *nd, const char *key, const char *s)
-{
-    Tensorflow__AttrValue *v = attr(nd, key);
-    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_S;
-    v->s.data = (uint8_t *)xstrdup(s);
-    v->s.len = strlen(s);
-}
-
-static void attr_ints(Tensorflow__NodeDef *nd, const char *key, int n, const int64_t *vals)
-{
-    Tensorflow__AttrValue *v = attr(nd, key);
-    Tensorflow__AttrValue__ListValue *l = xcalloc(sizeof *l);
-    tensorflow__attr_value__list_value__init(l);
-    l->n_i = (size_t)n;
-    l->i = xcalloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-    memcpy(l->i, vals, sizeof(int64_t) * (size_t)n);
-    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
-    v->list = l;
-}
-
-static void attr_shape(Tensorflow__NodeDef *nd, const char *key, int rank, const int64_t *dims)
-{
-    Tensorflow__AttrValue *v = attr(nd, key);
-    Tensorflow__TensorShapeProto *s = xcalloc(sizeof *s);
-    tensorflow__tensor_shape_proto__init(s);
-    s->dim = xcalloc(sizeof(Tensorflow__TensorShapeProto__Dim *) * (size_t)(rank ? rank : 1));
-    for (int d = 0; d < rank; d++) {
-        Tensorflow__TensorShapeProto__Dim *dim = xcalloc(sizeof *dim);
-        tensorflow__tensor_shape_proto__dim__init(dim);
-        dim->size = dims[d];
-        s->dim[s->n_dim++] = dim;
-    }
-    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_SHAPE;
-    v->shape = s;
-}
+typedef Tb G;
 
 /* A Placeholder of dtype and static shape (not fed: its shape attr is used). */
 static Tensorflow__NodeDef *placeholder(G *g, const char *name, int dtype, int rank, const int64_t *dims)
 {
-    Tensorflow__NodeDef *nd = node(g, name, "Placeholder", NULL);
-    attr_type(nd, "dtype", dtype);
-    attr_shape(nd, "shape", rank, dims);
-    return nd;
+    return tb_placeholder(g, name, dtype, rank, dims);
 }
 
 /* A Const node of dtype (TF DataType = tcrt_dtype number) and shape. Exactly
@@ -157,38 +30,30 @@ static Tensorflow__NodeDef *placeholder(G *g, const char *name, int dtype, int r
 static Tensorflow__NodeDef *konst(G *g, const char *name, int dtype, int rank, const int64_t *dims,
                                   const float *f, const int32_t *i, const bool *b)
 {
-    Tensorflow__NodeDef *nd = node(g, name, "Const", NULL);
-    attr_type(nd, "dtype", dtype);
-    Tensorflow__TensorProto *t = xcalloc(sizeof *t);
-    Tensorflow__TensorShapeProto *s = xcalloc(sizeof *s);
+    Tensorflow__NodeDef *nd = tb_node(g, name, "Const", NULL);
+    tb_attr_type(nd, "dtype", dtype);
+    Tensorflow__TensorProto *t = tb_alloc(sizeof *t);
     tensorflow__tensor_proto__init(t);
-    tensorflow__tensor_shape_proto__init(s);
     t->dtype = (Tensorflow__DataType)dtype;
-    t->tensor_shape = s;
-    s->dim = xcalloc(sizeof(Tensorflow__TensorShapeProto__Dim *) * (size_t)(rank ? rank : 1));
+    t->tensor_shape = tb_shape(rank, dims);
     size_t count = 1;
-    for (int d = 0; d < rank; d++) {
-        Tensorflow__TensorShapeProto__Dim *dim = xcalloc(sizeof *dim);
-        tensorflow__tensor_shape_proto__dim__init(dim);
-        dim->size = dims[d];
-        s->dim[s->n_dim++] = dim;
+    for (int d = 0; d < rank; d++)
         count *= (size_t)dims[d];
-    }
     if (f) {
         t->n_float_val = count;
-        t->float_val = xcalloc(sizeof(float) * (count ? count : 1));
+        t->float_val = tb_alloc(sizeof(float) * (count ? count : 1));
         memcpy(t->float_val, f, sizeof(float) * count);
     } else if (i) {
         t->n_int_val = count;
-        t->int_val = xcalloc(sizeof(int32_t) * (count ? count : 1));
+        t->int_val = tb_alloc(sizeof(int32_t) * (count ? count : 1));
         memcpy(t->int_val, i, sizeof(int32_t) * count);
     } else if (b) {
         t->n_bool_val = count;
-        t->bool_val = xcalloc(sizeof(protobuf_c_boolean) * (count ? count : 1));
+        t->bool_val = tb_alloc(sizeof(protobuf_c_boolean) * (count ? count : 1));
         for (size_t k = 0; k < count; k++)
             t->bool_val[k] = b[k];
     }
-    Tensorflow__AttrValue *v = attr(nd, "value");
+    Tensorflow__AttrValue *v = tb_attr(nd, "value");
     v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_TENSOR;
     v->tensor = t;
     return nd;
@@ -218,7 +83,7 @@ static void teardown(void)
     if (gr)
         ir_graph_free(gr);
     gr = NULL;
-    free_all();
+    tb_free_all();
 }
 
 /* Every Placeholder of g becomes a feed (shape and dtype from its attrs). */
@@ -227,9 +92,9 @@ static int placeholder_feeds(G *g)
 {
     int n = 0;
     for (size_t i = 0; i < g->gd.n_node && n < 16; i++)
-        if (strcmp(g->nodes[i]->op, "Placeholder") == 0) {
+        if (strcmp(g->gd.node[i]->op, "Placeholder") == 0) {
             memset(&feed_specs[n], 0, sizeof feed_specs[n]);
-            feed_specs[n].name = g->nodes[i]->name;
+            feed_specs[n].name = g->gd.node[i]->name;
             feed_specs[n].dtype = TCRT_INVALID;
             n++;
         }
@@ -326,12 +191,12 @@ static void x23(G *g) { KF(g, "x", (2, 3), 0, 1, 2, 3, 4, 5); }
 
 static Tensorflow__NodeDef *strided(G *g, int bm, int em, int ell, int na, int sh)
 {
-    Tensorflow__NodeDef *n = node(g, "s", "StridedSlice", "x", "b", "e", "st", NULL);
-    attr_i(n, "begin_mask", bm);
-    attr_i(n, "end_mask", em);
-    attr_i(n, "ellipsis_mask", ell);
-    attr_i(n, "new_axis_mask", na);
-    attr_i(n, "shrink_axis_mask", sh);
+    Tensorflow__NodeDef *n = tb_node(g, "s", "StridedSlice", "x", "b", "e", "st", NULL);
+    tb_attr_i(n, "begin_mask", bm);
+    tb_attr_i(n, "end_mask", em);
+    tb_attr_i(n, "ellipsis_mask", ell);
+    tb_attr_i(n, "new_axis_mask", na);
+    tb_attr_i(n, "shrink_axis_mask", sh);
     return n;
 }
 
@@ -341,7 +206,7 @@ START_TEST(test_ss_reverse_cols)
 {
     /* x[1:, ::-1]: begin [1,0] end [0,0] strides [1,-1], begin_mask 0b10,
      * end_mask 0b11.  Rows 1..2, columns reversed: [[5,4,3],[8,7,6]]. */
-    G *g = g_new();
+    G *g = tb_new();
     x33(g);
     KV(g, "b", 1, 0);
     KV(g, "e", 0, 0);
@@ -355,7 +220,7 @@ END_TEST
 START_TEST(test_ss_ellipsis_shrink)
 {
     /* x[..., 0] on [2,3]: ellipsis bit 0, shrink bit 1 -> column 0 = [0,3]. */
-    G *g = g_new();
+    G *g = tb_new();
     x23(g);
     KV(g, "b", 0, 0);
     KV(g, "e", 0, 1);
@@ -370,7 +235,7 @@ START_TEST(test_ss_newaxis)
 {
     /* x[:, tf.newaxis] on [2,3]: begin/end mask bit 0, new_axis bit 1 ->
      * shape [2,1,3], data unchanged. */
-    G *g = g_new();
+    G *g = tb_new();
     x23(g);
     KV(g, "b", 0, 0);
     KV(g, "e", 0, 0);
@@ -386,7 +251,7 @@ START_TEST(test_ss_newaxis_variants)
     /* On x [2,3] = 0..5:
      * x[..., tf.newaxis]: ellipsis bit 0, new_axis bit 1 -> [2,3,1];
      * x[tf.newaxis, 1]: new_axis bit 0, shrink bit 1 -> [1,3] = [[3,4,5]]. */
-    G *g = g_new();
+    G *g = tb_new();
     x23(g);
     KV(g, "b", 0, 0);
     KV(g, "e", 0, 0);
@@ -394,9 +259,9 @@ START_TEST(test_ss_newaxis_variants)
     strided(g, 0, 0, 1, 2, 0);
     KV(g, "b2", 0, 1);
     KV(g, "e2", 0, 2);
-    Tensorflow__NodeDef *n = node(g, "s2", "StridedSlice", "x", "b2", "e2", "st", NULL);
-    attr_i(n, "new_axis_mask", 1);
-    attr_i(n, "shrink_axis_mask", 2);
+    Tensorflow__NodeDef *n = tb_node(g, "s2", "StridedSlice", "x", "b2", "e2", "st", NULL);
+    tb_attr_i(n, "new_axis_mask", 1);
+    tb_attr_i(n, "shrink_axis_mask", 2);
     import_ok(g, "s", "s2", NULL);
     EXPECT_F32(0, (2, 3, 1), 0, 1, 2, 3, 4, 5);
     EXPECT_F32(1, (1, 3), 3, 4, 5);
@@ -406,7 +271,7 @@ END_TEST
 START_TEST(test_ss_negative_index_shrink)
 {
     /* x[-1] on [2,3]: begin [-1] end [0] stride [1], shrink bit 0 -> last row [3,4,5]. */
-    G *g = g_new();
+    G *g = tb_new();
     x23(g);
     KV(g, "b", -1);
     KV(g, "e", 0);
@@ -420,7 +285,7 @@ END_TEST
 START_TEST(test_ss_step_and_negative_end)
 {
     /* x[::2, 1:-1] on [3,4] = 0..11: rows 0,2; columns 1..2 -> [[1,2],[9,10]]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (3, 4), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11);
     KV(g, "b", 0, 1);
     KV(g, "e", 0, -1);
@@ -434,7 +299,7 @@ END_TEST
 START_TEST(test_ss_negative_stride_bounds)
 {
     /* y[4:1:-2] on y = [0..5]: indices 4, 2 -> [4,2]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (6), 0, 1, 2, 3, 4, 5);
     KV(g, "b", 4);
     KV(g, "e", 1);
@@ -448,7 +313,7 @@ END_TEST
 START_TEST(test_ss_clamp)
 {
     /* y[-100:100] clamps to the whole vector; y[10:] is empty (shape [0]). */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (3), 7, 8, 9);
     KV(g, "b", -100);
     KV(g, "e", 100);
@@ -456,8 +321,8 @@ START_TEST(test_ss_clamp)
     strided(g, 0, 0, 0, 0, 0);
     KV(g, "b2", 10);
     KV(g, "e2", 0);
-    Tensorflow__NodeDef *n = node(g, "s2", "StridedSlice", "x", "b2", "e2", "st", NULL);
-    attr_i(n, "end_mask", 1);
+    Tensorflow__NodeDef *n = tb_node(g, "s2", "StridedSlice", "x", "b2", "e2", "st", NULL);
+    tb_attr_i(n, "end_mask", 1);
     import_ok(g, "s", "s2", NULL);
     EXPECT_F32(0, (3), 7, 8, 9);
     fetched(1, TCRT_F32, 1, DIMS(0));
@@ -467,7 +332,7 @@ END_TEST
 START_TEST(test_ss_ellipsis_middle)
 {
     /* x[0, ..., 1] on [2,2,3] = 0..11 -> shrink dims 0 and 2: x[0,:,1] = [1,4]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (2, 2, 3), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11);
     KV(g, "b", 0, 0, 1);
     KV(g, "e", 1, 0, 2);
@@ -481,7 +346,7 @@ END_TEST
 START_TEST(test_ss_out_of_bounds_index)
 {
     /* x[5] on [2,3]: shrink index out of bounds. */
-    G *g = g_new();
+    G *g = tb_new();
     x23(g);
     KV(g, "b", 5);
     KV(g, "e", 6);
@@ -496,12 +361,12 @@ END_TEST
 START_TEST(test_pack)
 {
     /* stack([1,2],[3,4], axis=1) = [[1,3],[2,4]]; axis=-1 is the same. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "a", (2), 1, 2);
     KF(g, "b", (2), 3, 4);
-    attr_i(node(g, "p", "Pack", "a", "b", NULL), "axis", 1);
-    attr_i(node(g, "q", "Pack", "a", "b", NULL), "axis", -1);
-    node(g, "r", "Pack", "a", "b", NULL); /* axis 0 by default: [[1,2],[3,4]] */
+    tb_attr_i(tb_node(g, "p", "Pack", "a", "b", NULL), "axis", 1);
+    tb_attr_i(tb_node(g, "q", "Pack", "a", "b", NULL), "axis", -1);
+    tb_node(g, "r", "Pack", "a", "b", NULL); /* axis 0 by default: [[1,2],[3,4]] */
     import_ok(g, "p", "q", "r", NULL);
     EXPECT_F32(0, (2, 2), 1, 3, 2, 4);
     EXPECT_F32(1, (2, 2), 1, 3, 2, 4);
@@ -512,11 +377,11 @@ END_TEST
 START_TEST(test_unpack)
 {
     /* unstack([[1,2,3],[4,5,6]], axis=1) = [1,4], [2,5], [3,6]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (2, 3), 1, 2, 3, 4, 5, 6);
-    Tensorflow__NodeDef *n = node(g, "u", "Unpack", "x", NULL);
-    attr_i(n, "num", 3);
-    attr_i(n, "axis", 1);
+    Tensorflow__NodeDef *n = tb_node(g, "u", "Unpack", "x", NULL);
+    tb_attr_i(n, "num", 3);
+    tb_attr_i(n, "axis", 1);
     import_ok(g, "u:0", "u:1", "u:2", NULL);
     EXPECT_F32(0, (2), 1, 4);
     EXPECT_F32(1, (2), 2, 5);
@@ -527,10 +392,10 @@ END_TEST
 START_TEST(test_split)
 {
     /* split([[0..3],[4..7]], 2, axis=1) = [[0,1],[4,5]], [[2,3],[6,7]]. */
-    G *g = g_new();
+    G *g = tb_new();
     KS(g, "d", 1);
     KF(g, "x", (2, 4), 0, 1, 2, 3, 4, 5, 6, 7);
-    attr_i(node(g, "s", "Split", "d", "x", NULL), "num_split", 2);
+    tb_attr_i(tb_node(g, "s", "Split", "d", "x", NULL), "num_split", 2);
     import_ok(g, "s:0", "s:1", NULL);
     EXPECT_F32(0, (2, 2), 0, 1, 4, 5);
     EXPECT_F32(1, (2, 2), 2, 3, 6, 7);
@@ -540,11 +405,11 @@ END_TEST
 START_TEST(test_split_v)
 {
     /* split([0..4], [1,-1,2]) = [0], [1,2], [3,4] (the -1 takes 5-3 = 2). */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (5), 0, 1, 2, 3, 4);
     KV(g, "sz", 1, -1, 2);
     KS(g, "d", 0);
-    attr_i(node(g, "s", "SplitV", "x", "sz", "d", NULL), "num_split", 3);
+    tb_attr_i(tb_node(g, "s", "SplitV", "x", "sz", "d", NULL), "num_split", 3);
     import_ok(g, "s:0", "s:1", "s:2", NULL);
     EXPECT_F32(0, (1), 0);
     EXPECT_F32(1, (2), 1, 2);
@@ -555,14 +420,14 @@ END_TEST
 START_TEST(test_concat_v2_negative_axis)
 {
     /* concat([[1],[2]], [[3,4],[5,6]], axis=-1) = [[1,3,4],[2,5,6]]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "a", (2, 1), 1, 2);
     KF(g, "b", (2, 2), 3, 4, 5, 6);
     KS(g, "ax", -1);
-    attr_i(node(g, "c", "ConcatV2", "a", "b", "ax", NULL), "N", 2);
+    tb_attr_i(tb_node(g, "c", "ConcatV2", "a", "b", "ax", NULL), "N", 2);
     /* Concat (v1) takes the axis first: concat(0, [a, a]) = [[1],[2],[1],[2]]. */
     KS(g, "z", 0);
-    attr_i(node(g, "c1", "Concat", "z", "a", "a", NULL), "N", 2);
+    tb_attr_i(tb_node(g, "c1", "Concat", "z", "a", "a", NULL), "N", 2);
     import_ok(g, "c", "c1", NULL);
     EXPECT_F32(0, (2, 3), 1, 3, 4, 2, 5, 6);
     EXPECT_F32(1, (4, 1), 1, 2, 1, 2);
@@ -571,10 +436,10 @@ END_TEST
 
 START_TEST(test_concat_axis_error)
 {
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "a", (2, 1), 1, 2);
     KS(g, "ax", 3);
-    attr_i(node(g, "s", "ConcatV2", "a", "a", "ax", NULL), "N", 2);
+    tb_attr_i(tb_node(g, "s", "ConcatV2", "a", "a", "ax", NULL), "N", 2);
     import_fails(g, "s", "node 's' (ConcatV2): axis 3 out of range for rank 2");
 }
 END_TEST
@@ -585,15 +450,15 @@ START_TEST(test_gather_batch_dims)
 {
     /* params [[10,11,12],[20,21,22]], indices [[2,0],[1,1]], axis 1, batch_dims 1:
      * row b picks params[b][indices[b][j]] -> [[12,10],[21,21]]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "p", (2, 3), 10, 11, 12, 20, 21, 22);
     KI(g, "i", (2, 2), 2, 0, 1, 1);
     KS(g, "ax", 1);
-    attr_i(node(g, "gv", "GatherV2", "p", "i", "ax", NULL), "batch_dims", 1);
+    tb_attr_i(tb_node(g, "gv", "GatherV2", "p", "i", "ax", NULL), "batch_dims", 1);
     /* plain axis 0 gather: p[[1,0]] = [[20,21,22],[10,11,12]] */
     KV(g, "i0", 1, 0);
     KS(g, "ax0", 0);
-    node(g, "g0", "GatherV2", "p", "i0", "ax0", NULL);
+    tb_node(g, "g0", "GatherV2", "p", "i0", "ax0", NULL);
     import_ok(g, "gv", "g0", NULL);
     EXPECT_F32(0, (2, 2), 12, 10, 21, 21);
     EXPECT_F32(1, (2, 3), 20, 21, 22, 10, 11, 12);
@@ -604,12 +469,12 @@ START_TEST(test_gather_nd)
 {
     /* params [[1,2],[3,4]], indices [[1,0],[0,1]] -> [p[1][0], p[0][1]] = [3,2];
      * indices [[1]] -> [p[1]] = [[3,4]]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "p", (2, 2), 1, 2, 3, 4);
     KI(g, "i", (2, 2), 1, 0, 0, 1);
     KI(g, "j", (1, 1), 1);
-    node(g, "n", "GatherNd", "p", "i", NULL);
-    node(g, "m", "GatherNd", "p", "j", NULL);
+    tb_node(g, "n", "GatherNd", "p", "i", NULL);
+    tb_node(g, "m", "GatherNd", "p", "j", NULL);
     import_ok(g, "n", "m", NULL);
     EXPECT_F32(0, (2), 3, 2);
     EXPECT_F32(1, (1, 2), 3, 4);
@@ -623,11 +488,11 @@ START_TEST(test_mean_two_axes_keepdims)
     /* x [2,2,2] = 1..8, mean over axes [0,2] keepdims -> [1,2,1]:
      * j=0: x[0,0,:]=1,2 and x[1,0,:]=5,6 -> 14/4 = 3.5;
      * j=1: 3,4,7,8 -> 22/4 = 5.5. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (2, 2, 2), 1, 2, 3, 4, 5, 6, 7, 8);
     KV(g, "ax", 0, -1);
-    attr_b(node(g, "m", "Mean", "x", "ax", NULL), "keep_dims", true);
-    node(g, "s", "Sum", "x", "ax", NULL); /* no keepdims: [14, 22] */
+    tb_attr_b(tb_node(g, "m", "Mean", "x", "ax", NULL), "keep_dims", true);
+    tb_node(g, "s", "Sum", "x", "ax", NULL); /* no keepdims: [14, 22] */
     import_ok(g, "m", "s", NULL);
     EXPECT_F32(0, (1, 2, 1), 3.5f, 5.5f);
     EXPECT_F32(1, (2), 14, 22);
@@ -637,13 +502,13 @@ END_TEST
 START_TEST(test_mean_int_max_min_prod)
 {
     /* int32 [1,2,4]: mean = 7/3 -> 2 (integer division); max 4; min 1; prod 8. */
-    G *g = g_new();
+    G *g = tb_new();
     KV(g, "x", 1, 2, 4);
     KS(g, "ax", 0);
-    node(g, "mean", "Mean", "x", "ax", NULL);
-    node(g, "max", "Max", "x", "ax", NULL);
-    node(g, "min", "Min", "x", "ax", NULL);
-    node(g, "prod", "Prod", "x", "ax", NULL);
+    tb_node(g, "mean", "Mean", "x", "ax", NULL);
+    tb_node(g, "max", "Max", "x", "ax", NULL);
+    tb_node(g, "min", "Min", "x", "ax", NULL);
+    tb_node(g, "prod", "Prod", "x", "ax", NULL);
     import_ok(g, "mean", "max", "min", "prod", NULL);
     EXPECT_INT0(0, TCRT_I32, 2);
     EXPECT_INT0(1, TCRT_I32, 4);
@@ -655,13 +520,13 @@ END_TEST
 START_TEST(test_all_any)
 {
     /* [[T,F],[T,T]]: All axis 1 = [F,T]; Any axis 0 = [T,T]; All axis 0 = [T,F]. */
-    G *g = g_new();
+    G *g = tb_new();
     konst(g, "x", TCRT_BOOL, 2, DIMS(2, 2), NULL, NULL, (const bool[]){true, false, true, true});
     KS(g, "a1", 1);
     KS(g, "a0", 0);
-    node(g, "all1", "All", "x", "a1", NULL);
-    node(g, "any0", "Any", "x", "a0", NULL);
-    node(g, "all0", "All", "x", "a0", NULL);
+    tb_node(g, "all1", "All", "x", "a1", NULL);
+    tb_node(g, "any0", "Any", "x", "a0", NULL);
+    tb_node(g, "all0", "All", "x", "a0", NULL);
     import_ok(g, "all1", "any0", "all0", NULL);
     EXPECT_INT(0, TCRT_BOOL, (2), 0, 1);
     EXPECT_INT(1, TCRT_BOOL, (2), 1, 1);
@@ -673,13 +538,13 @@ START_TEST(test_argmax_argmin)
 {
     /* [[1,9,3],[7,2,8]]: argmax dim 1 = [1,2] (int64 default);
      * argmax dim 0 (int32) = [1,0,1]; argmin dim 1 = [0,1]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (2, 3), 1, 9, 3, 7, 2, 8);
     KS(g, "d1", 1);
     KS(g, "d0", 0);
-    node(g, "am", "ArgMax", "x", "d1", NULL);
-    attr_type(node(g, "am0", "ArgMax", "x", "d0", NULL), "output_type", TCRT_I32);
-    node(g, "an", "ArgMin", "x", "d1", NULL);
+    tb_node(g, "am", "ArgMax", "x", "d1", NULL);
+    tb_attr_type(tb_node(g, "am0", "ArgMax", "x", "d0", NULL), "output_type", TCRT_I32);
+    tb_node(g, "an", "ArgMin", "x", "d1", NULL);
     import_ok(g, "am", "am0", "an", NULL);
     EXPECT_INT(0, TCRT_I64, (2), 1, 2);
     EXPECT_INT(1, TCRT_I32, (3), 1, 0, 1);
@@ -692,10 +557,10 @@ END_TEST
 START_TEST(test_tile)
 {
     /* tile([[1,2]], [2,2]) = [[1,2,1,2],[1,2,1,2]]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (1, 2), 1, 2);
     KV(g, "m", 2, 2);
-    node(g, "t", "Tile", "x", "m", NULL);
+    tb_node(g, "t", "Tile", "x", "m", NULL);
     import_ok(g, "t", NULL);
     EXPECT_F32(0, (2, 4), 1, 2, 1, 2, 1, 2, 1, 2);
 }
@@ -707,16 +572,16 @@ START_TEST(test_pad_mirror_pad)
      * PadV2 with 9: [[9,9,9],[1,2,9],[3,4,9]];
      * mirror_pad([1,2,3], [[2,1]]): REFLECT (edge not repeated) = [3,2,1,2,3,2],
      * SYMMETRIC (edge repeated) = [2,1,1,2,3,3]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (2, 2), 1, 2, 3, 4);
     KI(g, "p", (2, 2), 1, 0, 0, 1);
-    node(g, "pad", "Pad", "x", "p", NULL);
+    tb_node(g, "pad", "Pad", "x", "p", NULL);
     konst(g, "nine", TCRT_F32, 0, NULL, F32S(9), NULL, NULL);
-    node(g, "pad2", "PadV2", "x", "p", "nine", NULL);
+    tb_node(g, "pad2", "PadV2", "x", "p", "nine", NULL);
     KF(g, "v", (3), 1, 2, 3);
     KI(g, "q", (1, 2), 2, 1);
-    attr_s(node(g, "refl", "MirrorPad", "v", "q", NULL), "mode", "REFLECT");
-    attr_s(node(g, "sym", "MirrorPad", "v", "q", NULL), "mode", "SYMMETRIC");
+    tb_attr_s(tb_node(g, "refl", "MirrorPad", "v", "q", NULL), "mode", "REFLECT");
+    tb_attr_s(tb_node(g, "sym", "MirrorPad", "v", "q", NULL), "mode", "SYMMETRIC");
     import_ok(g, "pad", "pad2", "refl", "sym", NULL);
     EXPECT_F32(0, (3, 3), 0, 0, 0, 1, 2, 0, 3, 4, 0);
     EXPECT_F32(1, (3, 3), 9, 9, 9, 1, 2, 9, 3, 4, 9);
@@ -728,10 +593,10 @@ END_TEST
 START_TEST(test_mirror_pad_error)
 {
     /* REFLECT needs padding < dim: 3 on a dim of 3 is invalid. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "v", (3), 1, 2, 3);
     KI(g, "q", (1, 2), 3, 0);
-    attr_s(node(g, "refl", "MirrorPad", "v", "q", NULL), "mode", "REFLECT");
+    tb_attr_s(tb_node(g, "refl", "MirrorPad", "v", "q", NULL), "mode", "REFLECT");
     import_fails(g, "refl", "node 'refl' (MirrorPad): paddings [3,0] invalid for dim 0 of shape [3]");
 }
 END_TEST
@@ -740,14 +605,14 @@ START_TEST(test_transpose_slice)
 {
     /* transpose([[1,2,3],[4,5,6]], [1,0]) = [[1,4],[2,5],[3,6]];
      * slice(x33, begin [1,0], size [-1,2]) = [[3,4],[6,7]]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "a", (2, 3), 1, 2, 3, 4, 5, 6);
     KV(g, "perm", 1, 0);
-    node(g, "t", "Transpose", "a", "perm", NULL);
+    tb_node(g, "t", "Transpose", "a", "perm", NULL);
     x33(g);
     KV(g, "b", 1, 0);
     KV(g, "sz", -1, 2);
-    node(g, "s", "Slice", "x", "b", "sz", NULL);
+    tb_node(g, "s", "Slice", "x", "b", "sz", NULL);
     import_ok(g, "t", "s", NULL);
     EXPECT_F32(0, (3, 2), 1, 4, 2, 5, 3, 6);
     EXPECT_F32(1, (2, 2), 3, 4, 6, 7);
@@ -760,10 +625,10 @@ START_TEST(test_depth_space)
      * DepthToSpace: out[h*2+i][w*2+j] = x[h][w][i*2+j]:
      *   row 0 (i=0): w=0 -> 1,2; w=1 -> 5,6;  row 1 (i=1): 3,4,7,8.
      * SpaceToDepth of that gives x back. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (1, 1, 2, 4), 1, 2, 3, 4, 5, 6, 7, 8);
-    attr_i(node(g, "d2s", "DepthToSpace", "x", NULL), "block_size", 2);
-    attr_i(node(g, "s2d", "SpaceToDepth", "d2s", NULL), "block_size", 2);
+    tb_attr_i(tb_node(g, "d2s", "DepthToSpace", "x", NULL), "block_size", 2);
+    tb_attr_i(tb_node(g, "s2d", "SpaceToDepth", "d2s", NULL), "block_size", 2);
     import_ok(g, "d2s", "s2d", NULL);
     EXPECT_F32(0, (1, 2, 4, 1), 1, 2, 5, 6, 3, 4, 7, 8);
     EXPECT_F32(1, (1, 1, 2, 4), 1, 2, 3, 4, 5, 6, 7, 8);
@@ -773,10 +638,10 @@ END_TEST
 START_TEST(test_topk)
 {
     /* top_k([1,3,2,5], 2) = values [5,3], indices [3,1] (int32). */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (4), 1, 3, 2, 5);
     KS(g, "k", 2);
-    node(g, "t", "TopKV2", "x", "k", NULL);
+    tb_node(g, "t", "TopKV2", "x", "k", NULL);
     import_ok(g, "t:0", "t:1", NULL);
     EXPECT_F32(0, (2), 5, 3);
     EXPECT_INT(1, TCRT_I32, (2), 3, 1);
@@ -789,11 +654,11 @@ START_TEST(test_resize)
      * nearest: src = floor(dst * 2/4) -> rows/cols 0,0,1,1.
      * bilinear: src = dst * 0.5 = 0, .5, 1, 1.5 (upper neighbour clamped), so
      * a 1-D [a,b] becomes [a, (a+b)/2, b, b]; rows likewise. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (1, 2, 2, 1), 1, 2, 3, 4);
     KV(g, "sz", 4, 4);
-    node(g, "nn", "ResizeNearestNeighbor", "x", "sz", NULL);
-    node(g, "bl", "ResizeBilinear", "x", "sz", NULL);
+    tb_node(g, "nn", "ResizeNearestNeighbor", "x", "sz", NULL);
+    tb_node(g, "bl", "ResizeBilinear", "x", "sz", NULL);
     import_ok(g, "nn", "bl", NULL);
     EXPECT_F32(0, (1, 4, 4, 1), 1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4);
     EXPECT_F32(1, (1, 4, 4, 1), 1, 1.5f, 2, 2, 2, 2.5f, 3, 3, 3, 3.5f, 4, 4, 3, 3.5f, 4, 4);
@@ -805,10 +670,10 @@ END_TEST
 START_TEST(test_reshape_infer)
 {
     /* [2,3] reshaped to [3,-1] -> [3,2], same data order. */
-    G *g = g_new();
+    G *g = tb_new();
     x23(g);
     KV(g, "sh", 3, -1);
-    node(g, "r", "Reshape", "x", "sh", NULL);
+    tb_node(g, "r", "Reshape", "x", "sh", NULL);
     import_ok(g, "r", NULL);
     EXPECT_F32(0, (3, 2), 0, 1, 2, 3, 4, 5);
 }
@@ -816,10 +681,10 @@ END_TEST
 
 START_TEST(test_reshape_error)
 {
-    G *g = g_new();
+    G *g = tb_new();
     x23(g);
     KV(g, "sh", 4, -1);
-    node(g, "r", "Reshape", "x", "sh", NULL);
+    tb_node(g, "r", "Reshape", "x", "sh", NULL);
     import_fails(g, "r", "node 'r' (Reshape): cannot reshape [2,3] to [4,-1]");
 }
 END_TEST
@@ -828,13 +693,13 @@ START_TEST(test_squeeze_expand)
 {
     /* squeeze([1,2,1] shaped) with dims [] -> [2]; with [-1] -> [1,2];
      * expand_dims([2], -1) -> [2,1]. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (1, 2, 1), 5, 6);
-    node(g, "s", "Squeeze", "x", NULL);
-    attr_ints(node(g, "s1", "Squeeze", "x", NULL), "squeeze_dims", 1, DIMS(-1));
+    tb_node(g, "s", "Squeeze", "x", NULL);
+    tb_attr_ints(tb_node(g, "s1", "Squeeze", "x", NULL), "squeeze_dims", 1, DIMS(-1));
     KF(g, "v", (2), 5, 6);
     KS(g, "d", -1);
-    node(g, "e", "ExpandDims", "v", "d", NULL);
+    tb_node(g, "e", "ExpandDims", "v", "d", NULL);
     import_ok(g, "s", "s1", "e", NULL);
     EXPECT_F32(0, (2), 5, 6);
     EXPECT_F32(1, (1, 2), 5, 6);
@@ -844,9 +709,9 @@ END_TEST
 
 START_TEST(test_squeeze_error)
 {
-    G *g = g_new();
+    G *g = tb_new();
     x23(g);
-    attr_ints(node(g, "s", "Squeeze", "x", NULL), "squeeze_dims", 1, DIMS(1));
+    tb_attr_ints(tb_node(g, "s", "Squeeze", "x", NULL), "squeeze_dims", 1, DIMS(1));
     import_fails(g, "s", "node 's' (Squeeze): cannot squeeze dim 1 of shape [2,3]: size is 3, not 1");
 }
 END_TEST
@@ -855,14 +720,14 @@ START_TEST(test_shape_size_rank)
 {
     /* x [2,3]: Shape = [2,3] (int32; int64 with out_type), Size = 6, Rank = 2;
      * ShapeN(x, v[2]) = [2,3], [2]. */
-    G *g = g_new();
+    G *g = tb_new();
     x23(g);
     KF(g, "v", (2), 1, 2);
-    node(g, "sh", "Shape", "x", NULL);
-    attr_type(node(g, "sh64", "Shape", "x", NULL), "out_type", TCRT_I64);
-    node(g, "sz", "Size", "x", NULL);
-    node(g, "rk", "Rank", "x", NULL);
-    attr_i(node(g, "shn", "ShapeN", "x", "v", NULL), "N", 2);
+    tb_node(g, "sh", "Shape", "x", NULL);
+    tb_attr_type(tb_node(g, "sh64", "Shape", "x", NULL), "out_type", TCRT_I64);
+    tb_node(g, "sz", "Size", "x", NULL);
+    tb_node(g, "rk", "Rank", "x", NULL);
+    tb_attr_i(tb_node(g, "shn", "ShapeN", "x", "v", NULL), "N", 2);
     import_ok(g, "sh", "sh64", "sz", "rk", "shn:0", "shn:1", NULL);
     EXPECT_INT(0, TCRT_I32, (2), 2, 3);
     EXPECT_INT(1, TCRT_I64, (2), 2, 3);
@@ -878,25 +743,25 @@ START_TEST(test_fill_like_range_broadcast)
     /* Fill([2,2], 7) = 7s; ZerosLike/OnesLike of [2] f32; Range(1,10,3) = [1,4,7];
      * float Range(0,1,0.25) = [0,.25,.5,.75]; BroadcastTo([1,2,3], [2,3]) repeats the row;
      * Identity passes through. */
-    G *g = g_new();
+    G *g = tb_new();
     KV(g, "dims", 2, 2);
     konst(g, "seven", TCRT_F32, 0, NULL, F32S(7), NULL, NULL);
-    node(g, "fill", "Fill", "dims", "seven", NULL);
+    tb_node(g, "fill", "Fill", "dims", "seven", NULL);
     KF(g, "v", (2), 3, 4);
-    node(g, "z", "ZerosLike", "v", NULL);
-    node(g, "o", "OnesLike", "v", NULL);
+    tb_node(g, "z", "ZerosLike", "v", NULL);
+    tb_node(g, "o", "OnesLike", "v", NULL);
     KS(g, "r0", 1);
     KS(g, "r1", 10);
     KS(g, "r2", 3);
-    node(g, "range", "Range", "r0", "r1", "r2", NULL);
+    tb_node(g, "range", "Range", "r0", "r1", "r2", NULL);
     konst(g, "f0", TCRT_F32, 0, NULL, F32S(0), NULL, NULL);
     konst(g, "f1", TCRT_F32, 0, NULL, F32S(1), NULL, NULL);
     konst(g, "f2", TCRT_F32, 0, NULL, F32S(0.25f), NULL, NULL);
-    attr_type(node(g, "frange", "Range", "f0", "f1", "f2", NULL), "Tidx", TCRT_F32);
+    tb_attr_type(tb_node(g, "frange", "Range", "f0", "f1", "f2", NULL), "Tidx", TCRT_F32);
     KF(g, "row", (3), 1, 2, 3);
     KV(g, "bs", 2, 3);
-    node(g, "bc", "BroadcastTo", "row", "bs", NULL);
-    node(g, "id", "Identity", "v", NULL);
+    tb_node(g, "bc", "BroadcastTo", "row", "bs", NULL);
+    tb_node(g, "id", "Identity", "v", NULL);
     import_ok(g, "fill", "z", "o", "range", "frange", "bc", "id", NULL);
     EXPECT_F32(0, (2, 2), 7, 7, 7, 7);
     EXPECT_F32(1, (2), 0, 0);
@@ -910,10 +775,10 @@ END_TEST
 
 START_TEST(test_transpose_perm_error)
 {
-    G *g = g_new();
+    G *g = tb_new();
     x23(g);
     KV(g, "perm", 0, 0);
-    node(g, "t", "Transpose", "x", "perm", NULL);
+    tb_node(g, "t", "Transpose", "x", "perm", NULL);
     import_fails(g, "t", "node 't' (Transpose): perm [0,0] is not a permutation of the dims of shape [2,3]");
 }
 END_TEST
@@ -921,10 +786,10 @@ END_TEST
 START_TEST(test_non_const_axis)
 {
     /* the axis of ConcatV2 comes from a Placeholder: not a compile-time constant */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "a", (2, 1), 1, 2);
     placeholder(g, "p", TCRT_I32, 0, NULL);
-    attr_i(node(g, "c", "ConcatV2", "a", "a", "p", NULL), "N", 2);
+    tb_attr_i(tb_node(g, "c", "ConcatV2", "a", "a", "p", NULL), "N", 2);
     import_fails(g, "c", "node 'c' (ConcatV2): axis must be a constant");
 }
 END_TEST
@@ -933,7 +798,7 @@ END_TEST
  * the verifier accept, with the shapes TF gives. */
 START_TEST(test_unfolded_shapes)
 {
-    G *g = g_new();
+    G *g = tb_new();
     placeholder(g, "x", TCRT_F32, 3, DIMS(2, 3, 4));
     KV(g, "b", 0, 0, 1);
     KV(g, "e", 0, 0, 0);
@@ -941,15 +806,15 @@ START_TEST(test_unfolded_shapes)
     /* x[:, ::-1, 1::2] -> [2,3,2] */
     strided(g, 3, 7, 0, 0, 0);
     KV(g, "ax", 1, 2);
-    attr_b(node(g, "m", "Mean", "s", "ax", NULL), "keep_dims", true); /* [2,1,1] */
+    tb_attr_b(tb_node(g, "m", "Mean", "s", "ax", NULL), "keep_dims", true); /* [2,1,1] */
     KS(g, "k", 2);
-    node(g, "t", "TopKV2", "x", "k", NULL);                       /* [2,3,2] twice */
-    attr_i(node(g, "pk", "Pack", "x", "x", NULL), "axis", -1);   /* [2,3,4,2] */
-    node(g, "z", "ZerosLike", "x", NULL);
+    tb_node(g, "t", "TopKV2", "x", "k", NULL);                       /* [2,3,2] twice */
+    tb_attr_i(tb_node(g, "pk", "Pack", "x", "x", NULL), "axis", -1);   /* [2,3,4,2] */
+    tb_node(g, "z", "ZerosLike", "x", NULL);
     KS(g, "a0", 0);
-    node(g, "am", "ArgMax", "x", "a0", NULL);                    /* [3,4] int64 */
+    tb_node(g, "am", "ArgMax", "x", "a0", NULL);                    /* [3,4] int64 */
     placeholder(g, "pb", TCRT_BOOL, 2, DIMS(2, 2));
-    node(g, "any", "Any", "pb", "a0", NULL);                     /* [2] bool */
+    tb_node(g, "any", "Any", "pb", "a0", NULL);                     /* [2] bool */
     import_ok(g, "s", "m", "t:0", "t:1", "pk", "z", "am", "any", NULL);
     Status vs = ST_INIT;
     ck_assert_msg(ir_verify(gr, &vs), "verify: %s", vs.msg);
@@ -978,12 +843,12 @@ START_TEST(test_space_batch_nd)
      * h%2=i, columns w with w%2=j:
      *   [0,1,3] [0,9,11] [0,2,4] [0,10,12] [0,5,7] [0,13,15] [0,6,8] [0,14,16].
      * BatchToSpaceND with crops [[0,0],[2,0]] gives x back. */
-    G *g = g_new();
+    G *g = tb_new();
     KF(g, "x", (2, 2, 4, 1), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
     KV(g, "bs", 2, 2);
     KI(g, "p", (2, 2), 0, 0, 2, 0);
-    node(g, "s2b", "SpaceToBatchND", "x", "bs", "p", NULL);
-    node(g, "b2s", "BatchToSpaceND", "s2b", "bs", "p", NULL);
+    tb_node(g, "s2b", "SpaceToBatchND", "x", "bs", "p", NULL);
+    tb_node(g, "b2s", "BatchToSpaceND", "s2b", "bs", "p", NULL);
     import_ok(g, "s2b", "b2s", NULL);
     EXPECT_F32(0, (8, 1, 3, 1), 0, 1, 3, 0, 9, 11, 0, 2, 4, 0, 10, 12, 0, 5, 7, 0, 13, 15, 0, 6, 8, 0, 14, 16);
     EXPECT_F32(1, (2, 2, 4, 1), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
@@ -996,20 +861,20 @@ START_TEST(test_one_hot_reverse_invert)
      * axis 0 -> its transpose [[5,0,0,0],[0,0,0,5],[0,5,0,0]].
      * reverse(x23, [1]) = [[2,1,0],[5,4,3]]; reverse(x23, [0,-1]) = [[5,4,3],[2,1,0]].
      * invert_permutation([3,4,0,2,1]) = [2,4,3,0,1] (TF's doc example). */
-    G *g = g_new();
+    G *g = tb_new();
     KV(g, "i", 0, 2, -1, 1);
     KS(g, "d", 3);
     konst(g, "on", TCRT_F32, 0, NULL, F32S(5), NULL, NULL);
     konst(g, "off", TCRT_F32, 0, NULL, F32S(0), NULL, NULL);
-    node(g, "oh", "OneHot", "i", "d", "on", "off", NULL);
-    attr_i(node(g, "oh0", "OneHot", "i", "d", "on", "off", NULL), "axis", 0);
+    tb_node(g, "oh", "OneHot", "i", "d", "on", "off", NULL);
+    tb_attr_i(tb_node(g, "oh0", "OneHot", "i", "d", "on", "off", NULL), "axis", 0);
     x23(g);
     KV(g, "a1", 1);
     KV(g, "a2", 0, -1);
-    node(g, "r1", "ReverseV2", "x", "a1", NULL);
-    node(g, "r2", "ReverseV2", "x", "a2", NULL);
+    tb_node(g, "r1", "ReverseV2", "x", "a1", NULL);
+    tb_node(g, "r2", "ReverseV2", "x", "a2", NULL);
     KV(g, "perm", 3, 4, 0, 2, 1);
-    node(g, "inv", "InvertPermutation", "perm", NULL);
+    tb_node(g, "inv", "InvertPermutation", "perm", NULL);
     import_ok(g, "oh", "oh0", "r1", "r2", "inv", NULL);
     EXPECT_F32(0, (4, 3), 5, 0, 0, 0, 0, 5, 0, 0, 0, 0, 5, 0);
     EXPECT_F32(1, (3, 4), 5, 0, 0, 0, 0, 0, 0, 5, 0, 5, 0, 0);
