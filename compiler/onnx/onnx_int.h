@@ -26,6 +26,9 @@ typedef struct OnnxOpRow {
 } OnnxOpRow;
 
 extern const OnnxOpRow onnx_ops[]; /* terminated by a row with op == NULL */
+/* Control-flow, sequence and recurrent ops (onnx_ops_flow.c), same form;
+ * onnx_find_row looks in onnx_ops first, then here. */
+extern const OnnxOpRow onnx_ops_flow[];
 const OnnxOpRow *onnx_find_row(const char *op);
 
 /* Records "FILE: node 'NAME' (OP): <message>" and returns false. */

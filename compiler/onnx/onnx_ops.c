@@ -2898,5 +2898,8 @@ const OnnxOpRow *onnx_find_row(const char *op)
     for (const OnnxOpRow *r = onnx_ops; r->op; r++)
         if (!strcmp(r->op, op))
             return r;
+    for (const OnnxOpRow *r = onnx_ops_flow; r->op; r++)
+        if (!strcmp(r->op, op))
+            return r;
     return NULL;
 }

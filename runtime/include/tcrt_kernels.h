@@ -45,6 +45,12 @@ enum {
     TCRT_CONV_SH = 0, TCRT_CONV_SW = 1, TCRT_CONV_DH = 2, TCRT_CONV_DW = 3,
     TCRT_CONV_PT = 4, TCRT_CONV_PL = 5, TCRT_CONV_PB = 6, TCRT_CONV_PR = 7,
     TCRT_CONV_DEPTHWISE = 8, TCRT_CONV_ACT = 9,                    /* f[0]: leaky alpha */
+    /* TCRT_CONV_PACKED = 1: w is not HWIO but packed by tcrt_pack_conv_weights
+     * ([ceil(Cout/16), KH, KW, Cin, 16], zero-padded; non-depthwise f32 only) and
+     * TCRT_CONV_COUT holds Cout.  conv2d inputs are x, w[, bias[, residual]]: a
+     * residual (same shape as the output) is added after the bias and before the
+     * activation, y = act(conv(x, w) + bias + residual); it needs the bias input. */
+    TCRT_CONV_PACKED = 10, TCRT_CONV_COUT = 11,
     /* maxpool / avgpool: x NHWC; avg excludes padding from the count (TF SAME). */
     TCRT_POOL_KH = 0, TCRT_POOL_KW = 1, TCRT_POOL_SH = 2, TCRT_POOL_SW = 3,
     TCRT_POOL_PT = 4, TCRT_POOL_PL = 5, TCRT_POOL_PB = 6, TCRT_POOL_PR = 7,
@@ -128,6 +134,16 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
 size_t tcrt_fast_matmul_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
 tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 size_t tcrt_fast_conv2d_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
+
+/* Packed convolution weights (TCRT_CONV_PACKED): HWIO w[KH,KW,Cin,Cout] ->
+ * packed[ceil(Cout/TCRT_PACK_NR)][KH][KW][Cin][TCRT_PACK_NR], output channels
+ * beyond Cout zero.  tcrt_conv_packed_floats gives the element count (0 on
+ * overflow or a non-positive dim).  The layout is the same for every ISA; the
+ * compiler packs constant weights once, at compile time (passes/pack). */
+#define TCRT_PACK_NR 16
+int64_t tcrt_conv_packed_floats(int64_t kh, int64_t kw, int64_t cin, int64_t cout);
+void tcrt_pack_conv_weights(const float *hwio, int64_t kh, int64_t kw, int64_t cin, int64_t cout,
+                            float *packed);
 
 #ifdef __cplusplus
 }

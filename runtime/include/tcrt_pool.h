@@ -1,0 +1,29 @@
+/* tcrt_pool.h - the runtime's thread pool, used by the kernels that split work.
+ *
+ * tcrt_parallel_tasks(n, fn, ctx) runs fn(ctx, task, tid) once for every task in
+ * [0, n) and returns when all have finished.  Tasks are handed out dynamically
+ * (a shared counter), so a thread that starts late, or whose core is busy,
+ * simply takes fewer of them; the calling thread takes part as tid 0.  tid is in
+ * [0, tcrt_get_threads()) and no two tasks run on the same tid at the same time,
+ * so per-thread scratch can be indexed by tid.  With 1 thread, n <= 1, or when
+ * called from inside a task (nesting), every task runs on the caller, in order.
+ * The pool is started by tcrt_set_threads (workers are created there, never in a
+ * run) and never allocates afterwards.  Idle workers sleep (they may spin only
+ * briefly first): a busy core is not taken from other processes.
+ */
+#ifndef TCRT_POOL_H
+#define TCRT_POOL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void (*tcrt_task_fn)(void *ctx, int64_t task, int tid);
+void tcrt_parallel_tasks(int64_t n_tasks, tcrt_task_fn fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
