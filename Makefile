@@ -62,12 +62,13 @@ test-asan: $(ASAN_BUILD)/build.ninja
 	scripts/check_lines.sh $(ASAN_BUILD)/meson-logs/testlog.txt; exit $$rc
 
 # Valgrind 3.19 cannot run AVX-512 code: the runtime (and, through targets/, every
-# executable tfcc compiles in this build) gets VG_MARCH, AVX2 at most.
+# executable tfcc compiles in this build) gets VG_MARCH, AVX2 at most, and the packed
+# conv/GEMM micro-kernels are capped at AVX2 (runtime_isa).
 # scripts/test_valgrind.sh builds only the runtime tests and tfcc, runs them and a few
 # compiled models under memcheck (details and timings: docs/robustness.md).
 $(VG_BUILD)/build.ninja:
 	scripts/setup.sh --no-node
-	meson setup $(VG_BUILD) -Druntime_march=$(VG_MARCH) -Dbuildtype=debugoptimized
+	meson setup $(VG_BUILD) -Druntime_march=$(VG_MARCH) -Druntime_isa=avx2 -Dbuildtype=debugoptimized
 
 test-valgrind: $(VG_BUILD)/build.ninja
 	scripts/test_valgrind.sh $(VG_BUILD)
@@ -75,8 +76,10 @@ test-valgrind: $(VG_BUILD)/build.ninja
 demo:
 	scripts/demo.sh
 
+# BENCH_ARGS: options of benchmarks/bench.js, e.g. BENCH_ARGS=--quick or "--rounds 9 --only resnet"
+BENCH_ARGS ?=
 bench: all
-	benchmarks/run.sh
+	BUILD=$(BUILD) benchmarks/run.sh $(BENCH_ARGS)
 
 docs: all
 	mkdir -p docs

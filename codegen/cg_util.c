@@ -105,6 +105,7 @@ const char *cg_c_type(tcrt_dtype dt)
     case TCRT_BOOL: return "uint8_t";
     case TCRT_U16: return "uint16_t";
     case TCRT_F16: return "uint16_t";
+    case TCRT_BF16: return "uint16_t";
     case TCRT_U32: return "uint32_t";
     case TCRT_U64: return "uint64_t";
     default: return NULL;
@@ -125,6 +126,7 @@ const char *cg_dtype_enum(tcrt_dtype dt)
     case TCRT_BOOL: return "TCRT_BOOL";
     case TCRT_U16: return "TCRT_U16";
     case TCRT_F16: return "TCRT_F16";
+    case TCRT_BF16: return "TCRT_BF16";
     case TCRT_U32: return "TCRT_U32";
     case TCRT_U64: return "TCRT_U64";
     default: return "TCRT_INVALID";
@@ -145,6 +147,7 @@ const char *cg_dtype_short(tcrt_dtype dt)
     case TCRT_BOOL: return "bool";
     case TCRT_U16: return "u16";
     case TCRT_F16: return "f16";
+    case TCRT_BF16: return "bf16";
     case TCRT_U32: return "u32";
     case TCRT_U64: return "u64";
     default: return "invalid";

@@ -143,7 +143,7 @@ static const struct {
     {TCRT_F32, "f32"}, {TCRT_F64, "f64"}, {TCRT_I32, "i32"}, {TCRT_U8, "u8"},
     {TCRT_I16, "i16"}, {TCRT_I8, "i8"}, {TCRT_STRING, "str"}, {TCRT_I64, "i64"},
     {TCRT_BOOL, "bool"}, {TCRT_U16, "u16"}, {TCRT_F16, "f16"}, {TCRT_U32, "u32"},
-    {TCRT_U64, "u64"},
+    {TCRT_U64, "u64"}, {TCRT_BF16, "bf16"},
 };
 
 const char *ir_dtype_short(tcrt_dtype dt)

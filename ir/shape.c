@@ -61,8 +61,28 @@ static bool in_range(int64_t v, int64_t lo, int64_t hi)
 bool ir_infer_dtypes(IrNode *n, const IrType *given, Status *st)
 {
     const OpInfo *info = ir_op_info(n->op);
+    /* f16 and bf16 are storage types: the only op on them is a cast to or
+     * from u16, which reinterprets the 16 bits (frontends build the numeric
+     * conversions from integer and float ops). */
+    bool to_storage = n->op == OP_CAST && given && (given->dtype == TCRT_F16 || given->dtype == TCRT_BF16);
     for (int i = 0; i < n->n_inputs; i++) {
         tcrt_dtype dt = in_t(n, i)->dtype;
+        bool storage = dt == TCRT_F16 || dt == TCRT_BF16;
+        if (n->op == OP_CAST && (storage || to_storage)) {
+            tcrt_dtype other = storage ? (given ? given->dtype : TCRT_INVALID) : dt;
+            if (other != TCRT_U16 || (storage && to_storage))
+                return ir_node_errorf(st, n, "a cast from %s to %s: f16 and bf16 are only cast to and from u16 "
+                                             "(a reinterpretation)", tcrt_dtype_name(dt),
+                                      tcrt_dtype_name(given ? given->dtype : TCRT_INVALID));
+            if (to_storage) {
+                for (int k = 0; k < n->n_outputs; k++)
+                    n->out[k].type.dtype = given->dtype;
+            } else {
+                for (int k = 0; k < n->n_outputs; k++)
+                    n->out[k].type.dtype = TCRT_U16;
+            }
+            return true;
+        }
         if (!ir_dtype_is_numeric(dt))
             return ir_node_errorf(st, n, "input %d has unsupported dtype %s", i, tcrt_dtype_name(dt));
     }
@@ -89,7 +109,7 @@ bool ir_infer_dtypes(IrNode *n, const IrType *given, Status *st)
     tcrt_dtype out;
     if ((info->flags & F_DTYPE_GIVEN) || n->n_inputs == 0) {
         out = given ? given->dtype : TCRT_INVALID;
-        if (!ir_dtype_is_numeric(out))
+        if (!ir_dtype_is_numeric(out) && !(n->op == OP_ARG && (out == TCRT_F16 || out == TCRT_BF16)))
             return ir_node_errorf(st, n, "output dtype %s not given or unsupported", tcrt_dtype_name(out));
     } else if (info->flags & F_BOOLOUT) {
         out = TCRT_BOOL;
@@ -311,17 +331,29 @@ static bool check_window_params(IrNode *n, const int64_t *pos, int n_pos, const 
 bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
 {
     (void)g;
-    if (n->n_inputs != 2 && n->n_inputs != 3)
-        return ir_node_errorf(st, n, "conv2d takes 2 or 3 inputs, got %d", n->n_inputs);
+    if (n->n_inputs < 2 || n->n_inputs > 4)
+        return ir_node_errorf(st, n, "conv2d takes 2 to 4 inputs, got %d", n->n_inputs);
     if (!same_input_dtypes(n, st))
         return false;
     if (in_t(n, 0)->dtype != TCRT_F32)
         return ir_node_errorf(st, n, "conv2d supports float32 only, got %s",
                               tcrt_dtype_name(in_t(n, 0)->dtype));
     const IrShape *x = in_s(n, 0), *w = in_s(n, 1);
+    const int64_t *p = n->p.i;
+    /* Packed weights (passes/pack): [ceil(Cout/16),KH,KW,Cin,16] seen as HWIO
+     * [KH,KW,Cin,Cout] for the checks below. */
+    IrShape wv;
+    if (p[TCRT_CONV_PACKED]) {
+        int64_t co = p[TCRT_CONV_COUT];
+        if (p[TCRT_CONV_DEPTHWISE] || w->rank != 5 || w->dims[4] != TCRT_PACK_NR || co <= 0 ||
+            w->dims[0] != (co + TCRT_PACK_NR - 1) / TCRT_PACK_NR)
+            return ir_node_errorf(st, n, "packed filter %s does not fit %lld output channels", SH(w),
+                                  (long long)co);
+        wv = ir_shape_make(4, (int64_t[]){w->dims[1], w->dims[2], w->dims[3], co});
+        w = &wv;
+    }
     if (x->rank != 4 || w->rank != 4)
         return ir_node_errorf(st, n, "conv2d needs a rank-4 input and filter, got %s and %s", SH(x), SH(w));
-    const int64_t *p = n->p.i;
     int64_t pos[4] = {p[TCRT_CONV_SH], p[TCRT_CONV_SW], p[TCRT_CONV_DH], p[TCRT_CONV_DW]};
     int64_t pads[4] = {p[TCRT_CONV_PT], p[TCRT_CONV_PL], p[TCRT_CONV_PB], p[TCRT_CONV_PR]};
     if (!check_window_params(n, pos, 4, pads, st))
@@ -345,7 +377,7 @@ bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
                               "%lld,%lld,%lld,%lld",
                               SH(w), (long long)pos[2], (long long)pos[3], SH(x), (long long)pads[0],
                               (long long)pads[1], (long long)pads[2], (long long)pads[3]);
-    if (n->n_inputs == 3) {
+    if (n->n_inputs >= 3) {
         const IrShape *b = in_s(n, 2);
         if (b->rank != 1 || b->dims[0] != cout)
             return ir_node_errorf(st, n, "bias shape %s does not match %lld output channels", SH(b),
@@ -358,6 +390,9 @@ bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
     o.dims[1] = oh;
     o.dims[2] = ow;
     o.dims[3] = cout;
+    if (n->n_inputs == 4 && !ir_shape_eq(in_s(n, 3), &o))
+        return ir_node_errorf(st, n, "residual shape %s does not match the output %s", SH(in_s(n, 3)),
+                              SH(&o));
     n->out[0].type.shape = o;
     return true;
 }

@@ -37,6 +37,17 @@ PassResult pass_fold(IrGraph *g, PassCtx *cx);
 PassResult pass_cse(IrGraph *g, PassCtx *cx);
 /* dce.c: removes nodes no fetch depends on. */
 PassResult pass_dce(IrGraph *g, PassCtx *cx);
+/* layout.c: sinks transposes past elementwise ops and keepdims reductions
+ * (constants re-laid out at compile time) and cancels transpose pairs, never
+ * adding a transpose; a transpose that moves no data becomes a copy. */
+PassResult pass_layout(IrGraph *g, PassCtx *cx);
+/* fuse.c: folds a contraction's single-use epilogue into it: per-channel
+ * add/sub (bias), per-channel mul (constant weights), relu/relu6/leaky
+ * activations, and (conv2d) a same-shape add as the residual input. */
+PassResult pass_fuse(IrGraph *g, PassCtx *cx);
+/* pack.c: replaces the constant HWIO weights of f32 non-depthwise conv2d by
+ * tcrt_pack_conv_weights' layout (TCRT_CONV_PACKED, TCRT_CONV_COUT). */
+PassResult pass_pack(IrGraph *g, PassCtx *cx);
 /* memplan.c: one arena; args and results pinned, intermediates reuse dead
  * buffers (greedy best fit in schedule order); CONST data gets offsets in the
  * weights blob; CONV2D workspaces sized by tcrt_fast_conv2d_workspace.

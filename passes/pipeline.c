@@ -31,6 +31,9 @@ static const PassInfo pipeline[] = {
     {"fold", pass_fold, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"cse", pass_cse, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"dce", pass_dce, REQ_TOPO, INV_PLAN},
+    {"layout", pass_layout, REQ_TOPO | REQ_SHAPES, INV_PLAN},
+    {"fuse", pass_fuse, REQ_TOPO | REQ_SHAPES, INV_PLAN},
+    {"pack", pass_pack, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"memplan", pass_memplan, REQ_TOPO | REQ_SHAPES, INV_NONE},
 };
 
@@ -109,7 +112,7 @@ static bool wants_dump(const PipelineOptions *o, const char *name)
            (strcmp(o->dump_after, "all") == 0 || strcmp(o->dump_after, name) == 0);
 }
 
-/* Names the passes for an error message: "fold, cse, dce, memplan". */
+/* Names the passes for an error message: "fold, cse, dce, layout, ...". */
 static void pass_names(char *buf, size_t cap)
 {
     size_t len = 0;

@@ -67,6 +67,8 @@ static tcrt_dtype descr_dtype(char kind, int size)
                            : TCRT_INVALID;
     case 'b':
         return size == 1 ? TCRT_BOOL : TCRT_INVALID;
+    case 'V': /* bfloat16: NumPy has no such type; two opaque bytes */
+        return size == 2 ? TCRT_BF16 : TCRT_INVALID;
     default:
         return TCRT_INVALID;
     }
@@ -81,6 +83,8 @@ static const char *dtype_descr(tcrt_dtype dt)
         return "<f8";
     case TCRT_F16:
         return "<f2";
+    case TCRT_BF16:
+        return "|V2";
     case TCRT_I32:
         return "<i4";
     case TCRT_I64:
@@ -360,7 +364,7 @@ static tcrt_status npy_read(const char *path, const tcrt_io *io, tcrt_tensor *ou
     while (*d >= '0' && *d <= '9' && size < 1000)
         size = size * 10 + (*d++ - '0');
     tcrt_dtype dt = *d ? TCRT_INVALID : descr_dtype(kind, size);
-    if (dt == TCRT_INVALID || dt == TCRT_F16) {
+    if (dt == TCRT_INVALID) {
         st = fail(err, errlen, TCRT_ERR_FORMAT, path, "unsupported dtype descr '%s'", h.descr);
         goto done;
     }

@@ -4,17 +4,18 @@
  *
  * Algorithm: table lookups.  tcrt_tensor_count multiplies dims with an
  * overflow check (returns -1 on a negative dim or overflow).  The thread
- * count is one process-wide setting read by the fast kernels (OpenMP);
- * it is never below 1 nor above TCRT_MAX_THREADS, and setting it starts the
- * OpenMP team (an empty parallel region) so that no run creates threads.
+ * count is one process-wide setting read by the fast kernels; it is never
+ * below 1 nor above TCRT_MAX_THREADS, and setting it (re)starts the thread
+ * pool (pool.c) so that no run creates threads.
  * Feed checks compare dtype, then rank and dims, then the byte size
  * (count x element size, overflow-checked) with the signature, and only then
  * is anything copied.
- * Invariants: nothing here allocates (except libgomp's team, at
+ * Invariants: nothing here allocates (except the pool's threads, at
  * tcrt_set_threads); every function accepts any input, NULL included, and
  * reports through a tcrt_status, never exit() or abort().
  */
 #include "tcrt.h"
+#include "tcrt_pool.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,6 +41,7 @@ size_t tcrt_dtype_size(tcrt_dtype dt)
     case TCRT_I16:
     case TCRT_U16:
     case TCRT_F16:
+    case TCRT_BF16:
         return 2;
     case TCRT_STRING:
     case TCRT_INVALID:
@@ -73,6 +75,8 @@ const char *tcrt_dtype_name(tcrt_dtype dt)
         return "uint16";
     case TCRT_F16:
         return "float16";
+    case TCRT_BF16:
+        return "bfloat16";
     case TCRT_U32:
         return "uint32";
     case TCRT_U64:
@@ -123,17 +127,9 @@ const char *tcrt_status_str(tcrt_status s)
 
 void tcrt_set_threads(int n)
 {
-    n_threads = n < 1 ? 1 : (n > TCRT_MAX_THREADS ? TCRT_MAX_THREADS : n);
-#ifdef _OPENMP
-    /* Start the team now: libgomp creates its threads (and allocates) on the
-     * first region of a given size; the kernels reuse it afterwards. */
-    if (n_threads > 1) {
-#pragma omp parallel num_threads(n_threads)
-        {
-            (void)0;
-        }
-    }
-#endif
+    /* Workers are created here (never inside a run); if the system refuses a
+     * thread the pool runs with fewer and the count says so. */
+    n_threads = tcrt_pool_start(n < 1 ? 1 : (n > TCRT_MAX_THREADS ? TCRT_MAX_THREADS : n));
 }
 
 int tcrt_get_threads(void)

@@ -259,7 +259,7 @@ bool tgt_build_exe(const TgtTarget *t, const char *dir, const char *name, const 
         cmd_add(&c, "-ltcrt_fast");
         cmd_add(&c, "-ltcrt");
         cmd_add(&c, "-lstdc++");
-        cmd_add(&c, "-fopenmp");
+        cmd_add(&c, "-pthread");
         cmd_add(&c, "-lm");
         ok = run_cmd(&c, dir, log_path, st);
     }

@@ -6,7 +6,8 @@
  * parameters, then returns the status of one runtime call: the op's
  * reference kernel (OpInfo.ref_kernel_name), except f32 MATMUL ->
  * tcrt_fast_matmul and f32 CONV2D -> tcrt_fast_conv2d, which get the
- * planned workspace as out[1].  COPY (reshape, identity) is a memcpy,
+ * planned workspace as out[1], and f32 MAXPOOL/AVGPOOL ->
+ * tcrt_fast_maxpool/avgpool (no workspace).  COPY (reshape, identity) is a memcpy,
  * skipped when source and destination are the same address.
  * Also here: the kernel comment every emitter writes.
  * Invariants: descriptor shapes are the IR's static shapes; parameters are
@@ -54,14 +55,14 @@ void cgc_kernel_comment(CgOut *o, const IrNode *n, const char *kname, const char
 static void input_names(const IrNode *n, char names[][16])
 {
     static const char *const mm[] = {"a", "b", "bias"};
-    static const char *const conv[] = {"x", "w", "bias"};
+    static const char *const conv[] = {"x", "w", "bias", "residual"};
     static const char *const convt[] = {"dy", "w"};
     static const char *const gather[] = {"params", "indices"};
     const char *const *fixed = NULL;
     int n_fixed = 0;
     switch (n->op) {
     case OP_MATMUL: fixed = mm; n_fixed = 3; break;
-    case OP_CONV2D: fixed = conv; n_fixed = 3; break;
+    case OP_CONV2D: fixed = conv; n_fixed = 4; break;
     case OP_CONV2D_TRANSPOSE: fixed = convt; n_fixed = 2; break;
     case OP_GATHER:
     case OP_GATHER_ND: fixed = gather; n_fixed = 2; break;
@@ -171,6 +172,10 @@ bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st)
         fn = "tcrt_fast_matmul";
     if (ws && n->op == OP_CONV2D)
         fn = "tcrt_fast_conv2d";
+    if (n->op == OP_MAXPOOL && n->out[0].type.dtype == TCRT_F32)
+        fn = "tcrt_fast_maxpool";
+    if (n->op == OP_AVGPOOL && n->out[0].type.dtype == TCRT_F32)
+        fn = "tcrt_fast_avgpool";
     for (int k = 0; k < n->n_inputs && ok; k++)
         if (!cg_c_type(ir_value_type(n->inputs[k])->dtype))
             ok = st_errorf(st, ST_UNSUPPORTED, "node '%s' (%s): dtype %s not supported", who, who_op,

@@ -112,6 +112,12 @@ static bool map_dtype(int t, tcrt_dtype *out)
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *out = TCRT_U8; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *out = TCRT_I8; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = TCRT_BOOL; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: *out = TCRT_I16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: *out = TCRT_U16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *out = TCRT_U32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *out = TCRT_U64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *out = TCRT_F16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *out = TCRT_BF16; return true;
     default: return false;
     }
 }
@@ -137,10 +143,12 @@ bool onnx_tensor_to_const(IrGraph *g, const Onnx__TensorProto *tp, const char *f
                          file, what);
     if (tp->segment)
         return st_errorf(st, ST_UNSUPPORTED, "%s: %s: segmented tensors are not supported", file, what);
-    tcrt_dtype dt;
-    if (!map_dtype(tp->data_type, &dt))
+    tcrt_dtype dt, dt_final;
+    if (!map_dtype(tp->data_type, &dt_final))
         return st_errorf(st, ST_UNSUPPORTED, "%s: %s: element type %s (%d) is not supported", file, what,
                          onnx_type_name(tp->data_type), tp->data_type);
+    /* 16-bit floats: a u16 constant of the bits, reinterpreted below */
+    dt = dt_final == TCRT_F16 || dt_final == TCRT_BF16 ? TCRT_U16 : dt_final;
     if (tp->n_dims > IR_MAX_RANK)
         return st_errorf(st, ST_ERROR, "%s: %s: rank %zu is more than the supported %d", file, what,
                          tp->n_dims, IR_MAX_RANK);
@@ -198,6 +206,22 @@ bool onnx_tensor_to_const(IrGraph *g, const Onnx__TensorProto *tp, const char *f
                 if ((size_t)i < tp->n_int32_data)
                     ((int8_t *)buf)[i] = (int8_t)tp->int32_data[i], have++;
                 break;
+            case TCRT_I16:
+                if ((size_t)i < tp->n_int32_data)
+                    ((int16_t *)buf)[i] = (int16_t)tp->int32_data[i], have++;
+                break;
+            case TCRT_U16: /* also float16 / bfloat16 bits */
+                if ((size_t)i < tp->n_int32_data)
+                    ((uint16_t *)buf)[i] = (uint16_t)tp->int32_data[i], have++;
+                break;
+            case TCRT_U32:
+                if ((size_t)i < tp->n_uint64_data)
+                    ((uint32_t *)buf)[i] = (uint32_t)tp->uint64_data[i], have++;
+                break;
+            case TCRT_U64:
+                if ((size_t)i < tp->n_uint64_data)
+                    ((uint64_t *)buf)[i] = tp->uint64_data[i], have++;
+                break;
             default:
                 break;
             }
@@ -208,6 +232,8 @@ bool onnx_tensor_to_const(IrGraph *g, const Onnx__TensorProto *tp, const char *f
     }
     if (ok) {
         *v = ir_const(g, dt, &s, buf, st);
+        if (v->node && dt != dt_final)
+            *v = ir_cast(g, *v, dt_final, st);
         ok = v->node != NULL;
     }
     free(buf);
@@ -282,6 +308,28 @@ static const IrValue *vt_get(const VTable *t, const char *name)
         return NULL;
     VEntry *e = vt_slot((VTable *)t, name);
     return e->name ? &e->v : NULL;
+}
+
+/* ---- scopes: a subgraph sees the names of the graphs around it ---------- */
+
+typedef struct OnnxScope {
+    VTable *vt;
+    const struct OnnxScope *parent;
+} OnnxScope;
+
+static const IrValue *scope_get(const OnnxScope *sc, const char *name)
+{
+    for (; sc; sc = sc->parent) {
+        const IrValue *v = vt_get(sc->vt, name);
+        if (v)
+            return v;
+    }
+    return NULL;
+}
+
+const IrValue *onnx_lookup(const OnnxCtx *c, const char *name)
+{
+    return scope_get(c->scope, name);
 }
 
 /* ---- import -------------------------------------------------------------- */
@@ -396,6 +444,223 @@ static bool check_ops(const Onnx__GraphProto *gp, const char *file, Status *st)
     return ok;
 }
 
+/* Lowers gp's nodes in order into c->g; names resolve in sc and its
+ * parents, outputs go into sc.  False with st set on error. */
+static bool lower_nodes(OnnxCtx *cp, const Onnx__GraphProto *gp, OnnxScope *sc)
+{
+    OnnxCtx c = *cp;
+    Status *st = c.st;
+    IrGraph *g = c.g;
+    c.scope = sc;
+    IrValue in[64], out[ONNX_MAX_OUTPUTS];
+    for (size_t i = 0; i < gp->n_node && st_ok(st); i++) {
+        const Onnx__NodeProto *nd = gp->node[i];
+        c.nd = nd;
+        ir_graph_set_origin(g, nd->name && nd->name[0] ? nd->name : (nd->n_output ? nd->output[0] : ""),
+                            nd->op_type);
+        if (nd->n_input > 64 || nd->n_output > ONNX_MAX_OUTPUTS) {
+            onnx_errorf(&c, "too many inputs or outputs (%zu, %zu)", nd->n_input, nd->n_output);
+            break;
+        }
+        bool ok = true;
+        for (size_t k = 0; k < nd->n_input; k++) {
+            in[k] = (IrValue){NULL, 0};
+            if (!nd->input[k][0])
+                continue;
+            const IrValue *v = scope_get(sc, nd->input[k]);
+            if (!v) {
+                ok = onnx_errorf(&c, "input %zu '%s' is not defined by an earlier node, an initializer or a "
+                                     "graph input (missing initializer?)",
+                                 k, nd->input[k]);
+                break;
+            }
+            in[k] = *v;
+        }
+        if (!ok)
+            break;
+        for (size_t k = 0; k < nd->n_output; k++)
+            out[k] = (IrValue){NULL, 0};
+        /* float16 / bfloat16 inputs: the op runs in float32 (exact widening)
+         * and its float32 outputs are rounded back (onnx_f16.c) */
+        tcrt_dtype narrow = TCRT_INVALID;
+        if (strcmp(nd->op_type, "Cast") && strcmp(nd->op_type, "CastLike") && strcmp(nd->op_type, "Identity"))
+            for (size_t k = 0; k < nd->n_input; k++)
+                if (in[k].node && onnx_is_storage(ir_value_type(in[k])->dtype)) {
+                    narrow = ir_value_type(in[k])->dtype;
+                    in[k] = onnx_cast(&c, in[k], TCRT_F32);
+                }
+        const OnnxOpRow *row = onnx_find_row(nd->op_type);
+        if (!row || (nd->domain && nd->domain[0] && strcmp(nd->domain, "ai.onnx"))) {
+            /* in a subgraph (the main graph's ops are checked first) */
+            onnx_errorf(&c, "unsupported op");
+            break;
+        }
+        if (!st_ok(st) || !row->lower(&c, in, (int)nd->n_input, out)) {
+            if (st_ok(st))
+                onnx_errorf(&c, "lowering failed");
+            break;
+        }
+        for (size_t k = 0; narrow != TCRT_INVALID && k < nd->n_output; k++)
+            if (out[k].node && ir_value_type(out[k])->dtype == TCRT_F32)
+                out[k] = onnx_cast(&c, out[k], narrow);
+        for (size_t k = 0; k < nd->n_output; k++) {
+            if (!nd->output[k][0])
+                continue;
+            if (!out[k].node && !onnx_is_seq(out[k])) {
+                onnx_errorf(&c, "output %zu '%s' is not supported", k, nd->output[k]);
+                break;
+            }
+            vt_put(sc->vt, nd->output[k], out[k], st);
+        }
+    }
+    return st_ok(st);
+}
+
+/* ---- subgraphs ------------------------------------------------------------ */
+
+bool onnx_attr_graph(OnnxCtx *c, const char *name, const Onnx__GraphProto **gp)
+{
+    const Onnx__AttributeProto *a = onnx_attr(c, name);
+    *gp = NULL;
+    if (!a)
+        return onnx_errorf(c, "missing attribute '%s' (a graph)", name);
+    if ((a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH) || !a->g)
+        return onnx_errorf(c, "attribute '%s' must be a graph", name);
+    *gp = a->g;
+    return true;
+}
+
+/* Adds to out the names gp reads but does not define (nested graphs too);
+ * `seen` holds the names already listed. */
+static bool collect_free(const Onnx__GraphProto *gp, VTable *seen, const char ***out, int *n, int *cap,
+                         Status *st)
+{
+    VTable def = {0};
+    bool ok = true;
+    IrValue none = {NULL, 0};
+    for (size_t i = 0; ok && i < gp->n_input; i++)
+        if (gp->input[i]->name)
+            ok = vt_put(&def, gp->input[i]->name, none, st);
+    for (size_t i = 0; ok && i < gp->n_initializer; i++)
+        if (gp->initializer[i]->name)
+            ok = vt_put(&def, gp->initializer[i]->name, none, st);
+    for (size_t i = 0; ok && i <= gp->n_node; i++) {
+        const char **names = NULL;
+        size_t nn = 0;
+        const char **sub = NULL;
+        int nsub = 0, capsub = 0;
+        if (i < gp->n_node) {
+            const Onnx__NodeProto *nd = gp->node[i];
+            names = (const char **)nd->input;
+            nn = nd->n_input;
+            /* nested graphs' free names count as reads of this node */
+            VTable subseen = {0};
+            for (size_t a = 0; ok && a < nd->n_attribute; a++) {
+                const Onnx__AttributeProto *at = nd->attribute[a];
+                if (at->g)
+                    ok = collect_free(at->g, &subseen, &sub, &nsub, &capsub, st);
+                for (size_t k = 0; ok && k < at->n_graphs; k++)
+                    ok = collect_free(at->graphs[k], &subseen, &sub, &nsub, &capsub, st);
+            }
+            free(subseen.e);
+        } else {
+            for (size_t k = 0; k < gp->n_output; k++) /* outputs may name outer values */
+                if (gp->output[k]->name && !vt_get(&def, gp->output[k]->name) && !vt_get(seen, gp->output[k]->name)) {
+                    if (*n == *cap) {
+                        int nc = *cap ? *cap * 2 : 16;
+                        const char **p = realloc(*out, (size_t)nc * sizeof *p);
+                        if (!p) {
+                            ok = st_errorf(st, ST_NOMEM, "out of memory");
+                            break;
+                        }
+                        *out = p;
+                        *cap = nc;
+                    }
+                    (*out)[(*n)++] = gp->output[k]->name;
+                    ok = vt_put(seen, gp->output[k]->name, none, st);
+                }
+        }
+        for (size_t k = 0; ok && k < nn + (size_t)nsub; k++) {
+            const char *nm = k < nn ? names[k] : sub[k - nn];
+            if (!nm || !nm[0] || vt_get(&def, nm) || vt_get(seen, nm))
+                continue;
+            if (*n == *cap) {
+                int nc = *cap ? *cap * 2 : 16;
+                const char **p = realloc(*out, (size_t)nc * sizeof *p);
+                if (!p) {
+                    ok = st_errorf(st, ST_NOMEM, "out of memory");
+                    break;
+                }
+                *out = p;
+                *cap = nc;
+            }
+            (*out)[(*n)++] = nm;
+            ok = vt_put(seen, nm, none, st);
+        }
+        free(sub);
+        if (i < gp->n_node)
+            for (size_t k = 0; ok && k < gp->node[i]->n_output; k++)
+                if (gp->node[i]->output[k][0])
+                    ok = vt_put(&def, gp->node[i]->output[k], none, st);
+    }
+    free(def.e);
+    return ok;
+}
+
+bool onnx_free_names(OnnxCtx *c, const Onnx__GraphProto *gp, const char ***names, int *n)
+{
+    VTable seen = {0};
+    int cap = 0;
+    *names = NULL;
+    *n = 0;
+    bool ok = collect_free(gp, &seen, names, n, &cap, c->st);
+    free(seen.e);
+    if (!ok) {
+        free(*names);
+        *names = NULL;
+        *n = 0;
+    }
+    return ok;
+}
+
+bool onnx_lower_graph(OnnxCtx *c, const char *attr, const Onnx__GraphProto *gp, IrGraph *g, const IrValue *args,
+                      int n_args, const char *const *names, const IrValue *vals, int n_vals, bool see_outer,
+                      IrValue *results)
+{
+    if ((int)gp->n_input != n_args)
+        return onnx_errorf(c, "attribute '%s': the graph has %zu inputs, %d expected", attr, gp->n_input, n_args);
+    VTable vt = {0};
+    OnnxScope sc = {&vt, see_outer ? c->scope : NULL};
+    OnnxCtx sub = *c;
+    sub.g = g;
+    sub.nd = NULL;
+    sub.scope = &sc;
+    bool ok = true;
+    for (int i = 0; ok && i < n_vals; i++)
+        ok = vt_put(&vt, names[i], vals[i], c->st);
+    for (size_t i = 0; ok && i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        char what[400];
+        snprintf(what, sizeof what, "attribute '%s': initializer '%s'", attr, tp->name ? tp->name : "");
+        IrValue v;
+        ok = tp->name && onnx_tensor_to_const(g, tp, c->file, what, &v, c->st) && vt_put(&vt, tp->name, v, c->st);
+    }
+    for (int i = 0; ok && i < n_args; i++)
+        ok = vt_put(&vt, gp->input[i]->name ? gp->input[i]->name : "", args[i], c->st);
+    if (ok)
+        ok = lower_nodes(&sub, gp, &sc);
+    for (size_t i = 0; ok && i < gp->n_output; i++) {
+        const IrValue *v = scope_get(&sc, gp->output[i]->name ? gp->output[i]->name : "");
+        if (!v)
+            ok = onnx_errorf(c, "attribute '%s': graph output '%s' is not defined", attr,
+                             gp->output[i]->name ? gp->output[i]->name : "");
+        else
+            results[i] = *v;
+    }
+    free(vt.e);
+    return ok && st_ok(c->st);
+}
+
 IrGraph *onnx_import(const Onnx__ModelProto *m, const OnnxImportOptions *o, Status *st)
 {
     const char *file = o->file ? o->file : "<model>";
@@ -452,50 +717,14 @@ IrGraph *onnx_import(const Onnx__ModelProto *m, const OnnxImportOptions *o, Stat
         if (!vt_get(&vt, s) && !vt_get(&vt, base))
             st_errorf(st, ST_ERROR, "%s: --feed %s: the graph has no input of that name", file, s);
     }
-    IrValue in[64], out[ONNX_MAX_OUTPUTS];
-    for (size_t i = 0; i < gp->n_node && st_ok(st); i++) {
-        const Onnx__NodeProto *nd = gp->node[i];
-        c.nd = nd;
-        ir_graph_set_origin(g, nd->name && nd->name[0] ? nd->name : (nd->n_output ? nd->output[0] : ""),
-                            nd->op_type);
-        if (nd->n_input > 64 || nd->n_output > ONNX_MAX_OUTPUTS) {
-            onnx_errorf(&c, "too many inputs or outputs (%zu, %zu)", nd->n_input, nd->n_output);
-            break;
-        }
-        bool ok = true;
-        for (size_t k = 0; k < nd->n_input; k++) {
-            in[k] = (IrValue){NULL, 0};
-            if (!nd->input[k][0])
-                continue;
-            const IrValue *v = vt_get(&vt, nd->input[k]);
-            if (!v) {
-                ok = onnx_errorf(&c, "input %zu '%s' is not defined by an earlier node, an initializer or a "
-                                     "graph input (missing initializer?)",
-                                 k, nd->input[k]);
-                break;
-            }
-            in[k] = *v;
-        }
-        if (!ok)
-            break;
-        for (size_t k = 0; k < nd->n_output; k++)
-            out[k] = (IrValue){NULL, 0};
-        const OnnxOpRow *row = onnx_find_row(nd->op_type);
-        if (!row->lower(&c, in, (int)nd->n_input, out)) {
-            if (st_ok(st))
-                onnx_errorf(&c, "lowering failed");
-            break;
-        }
-        for (size_t k = 0; k < nd->n_output; k++) {
-            if (!nd->output[k][0])
-                continue;
-            if (!out[k].node) {
-                onnx_errorf(&c, "output %zu '%s' is not supported", k, nd->output[k]);
-                break;
-            }
-            vt_put(&vt, nd->output[k], out[k], st);
-        }
-    }
+    OnnxScope sc = {&vt, NULL};
+    struct OnnxSeqs *seqs = onnx_seqs_new();
+    c.scope = &sc;
+    c.seqs = seqs;
+    if (!seqs)
+        st_errorf(st, ST_NOMEM, "out of memory");
+    else
+        lower_nodes(&c, gp, &sc);
     c.nd = NULL;
     if (st_ok(st)) {
         if (o->n_fetches == 0 && gp->n_output == 0)
@@ -516,11 +745,16 @@ IrGraph *onnx_import(const Onnx__ModelProto *m, const OnnxImportOptions *o, Stat
             if (!v)
                 st_errorf(st, ST_ERROR, "%s: fetch '%s': no value of that name in the graph", file,
                           name ? name : "");
+            else if (!v->node)
+                st_errorf(st, ST_UNSUPPORTED,
+                          "%s: fetch '%s' is a sequence or an optional: graph outputs must be tensors", file,
+                          name ? name : "");
             else
                 ir_add_fetch(g, name, *v, st);
         }
     }
     free(vt.e);
+    onnx_seqs_free(seqs);
     if (!st_ok(st)) {
         ir_graph_free(g);
         return NULL;

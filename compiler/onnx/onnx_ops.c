@@ -28,6 +28,9 @@ static tcrt_dtype dtype_of(IrValue v)
 
 static IrValue slice(OnnxCtx *c, IrValue x, const int64_t *begin, const int64_t *stride, const int64_t *count);
 static IrValue broadcast_to(OnnxCtx *c, IrValue x, const IrShape *s);
+static IrValue bin(OnnxCtx *c, Op op, IrValue a, IrValue b);
+static IrValue select3(OnnxCtx *c, IrValue cond, IrValue a, IrValue b);
+static IrValue reduce(OnnxCtx *c, Op op, IrValue x, int64_t mask, bool keep);
 
 static bool need(OnnxCtx *c, const IrValue *in, int n_in, int k)
 {
@@ -192,7 +195,7 @@ static bool lower_cast(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
     tcrt_dtype dt;
     if (!need(c, in, n_in, 1) || !onnx_attr_int(c, "to", 0, &to) || !onnx_dtype(c, (int)to, "attribute 'to'", &dt))
         return false;
-    out[0] = dtype_of(in[0]) == dt ? in[0] : ir_cast(c->g, in[0], dt, c->st);
+    out[0] = onnx_cast(c, in[0], dt);
     return out[0].node != NULL;
 }
 
@@ -377,18 +380,119 @@ static bool window_attrs_n(OnnxCtx *c, int nsp, int64_t ih, int64_t iw, int64_t 
     return true;
 }
 
+/* 3-D convolution as a sum over the kernel's depth taps of 2-D
+ * convolutions: tap kd reads the depth positions od * sd + kd * dd of the
+ * depth-padded input, folded into the batch ([N*Do, C, H, W]); groups are
+ * one convolution per group, concatenated. */
+static bool conv3d(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
+{
+    IrValue x = in[0], w = in[1];
+    const IrShape xs = *shape_of(x), ws = *shape_of(w);
+    int64_t group, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pads[6] = {0}, v[8];
+    int n;
+    char ap[32];
+    if (!onnx_attr_int(c, "group", 1, &group) || !onnx_attr_str(c, "auto_pad", "NOTSET", ap, sizeof ap))
+        return false;
+    if (strcmp(ap, "NOTSET"))
+        return onnx_errorf(c, "3-D convolution: auto_pad '%s' is not supported (explicit pads are)", ap);
+    if (!onnx_attr_ints(c, "strides", v, 8, &n))
+        return false;
+    for (int i = 0; n == 3 && i < 3; i++)
+        st[i] = v[i];
+    if (!onnx_attr_ints(c, "dilations", v, 8, &n))
+        return false;
+    for (int i = 0; n == 3 && i < 3; i++)
+        dl[i] = v[i];
+    if (!onnx_attr_ints(c, "pads", v, 8, &n))
+        return false;
+    for (int i = 0; n == 6 && i < 6; i++)
+        pads[i] = v[i];
+    int64_t cin = xs.dims[1], m = ws.dims[0];
+    if (group <= 0 || cin % group || m % group || ws.dims[1] * group != cin || group > 64)
+        return onnx_errorf(c, "weights [%lld,%lld,...] do not fit %lld input channels in %lld groups",
+                           (long long)ws.dims[0], (long long)ws.dims[1], (long long)cin, (long long)group);
+    for (int i = 0; i < 3; i++)
+        if (st[i] <= 0 || dl[i] <= 0 || pads[i] < 0 || pads[i + 3] < 0)
+            return onnx_errorf(c, "strides and dilations must be positive, pads not negative");
+    int64_t kd = ws.dims[2], ekd = (kd - 1) * dl[0] + 1, dp = xs.dims[2] + pads[0] + pads[3];
+    if (dp < ekd)
+        return onnx_errorf(c, "the kernel is deeper than the padded input");
+    int64_t od = (dp - ekd) / st[0] + 1;
+    if (pads[0] || pads[3]) {
+        IrParams pp;
+        memset(&pp, 0, sizeof pp);
+        pp.i[4] = pads[0], pp.i[5] = pads[3];
+        IrType pt = {dtype_of(x), xs};
+        pt.shape.dims[2] = dp;
+        TRY(x = ir_emit1(c->g, OP_PAD, &x, 1, &pp, &pt, c->st));
+    }
+    int64_t cg = cin / group, mg = m / group;
+    IrValue acc = {NULL, 0};
+    for (int64_t t = 0; t < kd; t++) {
+        int64_t b5[5] = {0, 0, t * dl[0], 0, 0}, s5[5] = {1, 1, st[0], 1, 1};
+        int64_t c5[5] = {xs.dims[0], cin, od, xs.dims[3], xs.dims[4]};
+        IrValue xt = slice(c, x, b5, s5, c5);
+        TRY(xt = transpose(c, xt, (int64_t[]){0, 2, 3, 4, 1}, 5)); /* [N, Do, H, W, C] */
+        TRY(xt = reshape_to(c, xt, 4, (int64_t[]){xs.dims[0] * od, xs.dims[3], xs.dims[4], cin}));
+        int64_t wb[5] = {0, 0, t, 0, 0}, wsd[5] = {1, 1, 1, 1, 1}, wc[5] = {m, ws.dims[1], 1, ws.dims[3], ws.dims[4]};
+        IrValue wt = slice(c, w, wb, wsd, wc);
+        TRY(wt = reshape_to(c, wt, 4, (int64_t[]){m, ws.dims[1], ws.dims[3], ws.dims[4]}));
+        TRY(wt = transpose(c, wt, (int64_t[]){2, 3, 1, 0}, 4)); /* [KH, KW, Cg, M] */
+        IrValue parts[64];
+        for (int64_t gi = 0; gi < group; gi++) {
+            IrValue xg = xt, wg = wt;
+            if (group > 1) {
+                const IrShape *a = shape_of(xt), *b = shape_of(wt);
+                TRY(xg = slice(c, xt, (int64_t[]){0, 0, 0, gi * cg}, (int64_t[]){1, 1, 1, 1},
+                               (int64_t[]){a->dims[0], a->dims[1], a->dims[2], cg}));
+                TRY(wg = slice(c, wt, (int64_t[]){0, 0, 0, gi * mg}, (int64_t[]){1, 1, 1, 1},
+                               (int64_t[]){b->dims[0], b->dims[1], b->dims[2], mg}));
+            }
+            IrParams p;
+            memset(&p, 0, sizeof p);
+            p.i[TCRT_CONV_SH] = st[1];
+            p.i[TCRT_CONV_SW] = st[2];
+            p.i[TCRT_CONV_DH] = dl[1];
+            p.i[TCRT_CONV_DW] = dl[2];
+            p.i[TCRT_CONV_PT] = pads[1];
+            p.i[TCRT_CONV_PL] = pads[2];
+            p.i[TCRT_CONV_PB] = pads[4];
+            p.i[TCRT_CONV_PR] = pads[5];
+            IrValue ins[2] = {xg, wg};
+            TRY(parts[gi] = ir_emit1(c->g, OP_CONV2D, ins, 2, &p, NULL, c->st));
+        }
+        IrValue y = parts[0];
+        if (group > 1) {
+            IrParams cp;
+            memset(&cp, 0, sizeof cp);
+            cp.i[0] = 3;
+            TRY(y = ir_emit1(c->g, OP_CONCAT, parts, (int)group, &cp, NULL, c->st));
+        }
+        acc = t ? bin(c, OP_ADD, acc, y) : y;
+        TRY(acc);
+    }
+    if (n_in > 2 && in[2].node)
+        TRY(acc = bin(c, OP_ADD, acc, in[2]));
+    const IrShape *as = shape_of(acc); /* [N*Do, Ho, Wo, M] */
+    TRY(acc = reshape_to(c, acc, 5, (int64_t[]){xs.dims[0], od, as->dims[1], as->dims[2], m}));
+    out[0] = transpose(c, acc, (int64_t[]){0, 4, 1, 2, 3}, 5);
+    return out[0].node != NULL;
+}
+
 static bool lower_conv(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
 {
     if (!need(c, in, n_in, 2))
         return false;
     IrValue x = in[0], w = in[1];
     int xr = shape_of(x)->rank;
-    if (xr != 4 && xr != 3)
-        return onnx_errorf(c, "only 1-D and 2-D convolutions are supported (input rank %d)", xr);
+    if (xr != 4 && xr != 3 && xr != 5)
+        return onnx_errorf(c, "only 1-D, 2-D and 3-D convolutions are supported (input rank %d)", xr);
     if (shape_of(w)->rank != xr)
         return onnx_errorf(c, "weights must have rank %d", xr);
     if (dtype_of(x) != TCRT_F32)
         return onnx_errorf(c, "only float32 convolutions are supported");
+    if (xr == 5)
+        return conv3d(c, in, n_in, out);
     if (xr == 3) { /* 1-D: a 2-D conv over [N,C,1,W] */
         const IrShape *xs = shape_of(x), *ws = shape_of(w);
         TRY(x = reshape_to(c, x, 4, (int64_t[]){xs->dims[0], xs->dims[1], 1, xs->dims[2]}));
@@ -490,18 +594,24 @@ static bool lower_conv(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
     return true;
 }
 
+static bool pool_slices(OnnxCtx *c, Op op, const IrValue *in, IrValue *out);
+
 static bool lower_pool(OnnxCtx *c, Op op, const IrValue *in, int n_in, IrValue *out)
 {
     if (!need(c, in, n_in, 1))
         return false;
-    if (c->nd->n_output > 1 && c->nd->output[1][0])
-        return onnx_errorf(c, "the Indices output is not supported");
     IrValue x = in[0];
     int xr = shape_of(x)->rank;
-    if (xr != 4 && xr != 3)
-        return onnx_errorf(c, "only 1-D and 2-D pooling is supported (input rank %d)", xr);
-    if (dtype_of(x) != TCRT_F32)
-        return onnx_errorf(c, "only float32 pooling is supported");
+    int64_t dil[8];
+    int n_dil;
+    if (!onnx_attr_ints(c, "dilations", dil, 8, &n_dil))
+        return false;
+    bool dilated = false;
+    for (int i = 0; i < n_dil; i++)
+        dilated |= dil[i] != 1;
+    /* the NHWC primitives take 1-D and 2-D float32 windows without dilation */
+    if ((xr != 4 && xr != 3) || dtype_of(x) != TCRT_F32 || dilated || (c->nd->n_output > 1 && c->nd->output[1][0]))
+        return pool_slices(c, op, in, out);
     int64_t k[8];
     int nk;
     if (!onnx_attr_ints(c, "kernel_shape", k, 8, &nk))
@@ -557,6 +667,235 @@ static bool lower_pool(OnnxCtx *c, Op op, const IrValue *in, int n_in, IrValue *
         TRY(y = reshape_to(c, y, 3, (int64_t[]){ys->dims[0], ys->dims[1], ys->dims[3]}));
     }
     out[0] = y;
+    return true;
+}
+
+/* Pooling over any number of spatial dims, with dilations, any element
+ * type and MaxPool's Indices output: the max (or sum) of one strided slice
+ * of the padded input per kernel offset.  Average divides by the number of
+ * input (or, with count_include_pad, input and pad) elements per window,
+ * computed here per output position (separable by axis).  Indices: the
+ * flat input index (storage_order 1: spatial dims column-major) of the
+ * first maximum in kernel scan order, carried through the same selects. */
+/* Pooling's last step: average divides by the per-window element count
+ * (computed here, separable by axis); integer inputs cast back. */
+static bool pool_finish(OnnxCtx *c, Op op, IrValue acc, IrShape xs, int nsp, const int64_t *o, const int64_t *k,
+                        const int64_t *st, const int64_t *dl, const int64_t *pb, const int64_t *pe, int64_t cip,
+                        bool fl, tcrt_dtype dt, IrValue *out)
+{
+    int r = xs.rank;
+    int64_t total = 1;
+    for (int d = 0; d < nsp; d++)
+        total *= o[d];
+    bool is_max = op == OP_MAXPOOL;
+    if (!is_max) { /* divide by the per-window element count */
+        double *cnt = malloc(sizeof(double) * (size_t)(total ? total : 1));
+        float *cntf = malloc(sizeof(float) * (size_t)(total ? total : 1));
+        if (!cnt || !cntf) {
+            free(cnt);
+            free(cntf);
+            return st_errorf(c->st, ST_NOMEM, "out of memory");
+        }
+        for (int64_t i = 0; i < total; i++) {
+            int64_t q = i;
+            double n_el = 1;
+            for (int d = nsp - 1; d >= 0; d--) {
+                int64_t od = q % o[d], hit = 0;
+                q /= o[d];
+                for (int64_t kk = 0; kk < k[d]; kk++) {
+                    int64_t pos = od * st[d] + kk * dl[d] - pb[d]; /* in input coordinates */
+                    hit += cip ? pos < xs.dims[2 + d] + pe[d] : pos >= 0 && pos < xs.dims[2 + d];
+                }
+                n_el *= (double)hit;
+            }
+            cnt[i] = n_el ? n_el : 1;
+            cntf[i] = (float)cnt[i];
+        }
+        IrShape cs;
+        cs.rank = r;
+        cs.dims[0] = cs.dims[1] = 1;
+        for (int d = 0; d < nsp; d++)
+            cs.dims[2 + d] = o[d];
+        IrValue cv = ir_const(c->g, dtype_of(acc), &cs, dtype_of(acc) == TCRT_F32 ? (void *)cntf : (void *)cnt,
+                              c->st);
+        free(cnt);
+        free(cntf);
+        TRY(acc = bin(c, OP_DIV, acc, cv));
+    }
+    out[0] = fl ? acc : ir_cast(c->g, acc, dt, c->st);
+    return out[0].node != NULL;
+}
+
+static bool pool_slices(OnnxCtx *c, Op op, const IrValue *in, IrValue *out)
+{
+    IrValue x = in[0];
+    const IrShape xs = *shape_of(x);
+    int r = xs.rank, nsp = r - 2;
+    bool is_max = op == OP_MAXPOOL;
+    int64_t k[8], st[8], dl[8], pads[16], ceil_mode, cip = 0, order = 0;
+    int nk, ns, nd, np;
+    char ap[32];
+    if (!onnx_attr_ints(c, "kernel_shape", k, 8, &nk) || !onnx_attr_ints(c, "strides", st, 8, &ns) ||
+        !onnx_attr_ints(c, "dilations", dl, 8, &nd) || !onnx_attr_ints(c, "pads", pads, 16, &np) ||
+        !onnx_attr_str(c, "auto_pad", "NOTSET", ap, sizeof ap) || !onnx_attr_int(c, "ceil_mode", 0, &ceil_mode) ||
+        (!is_max && !onnx_attr_int(c, "count_include_pad", 0, &cip)) ||
+        (is_max && !onnx_attr_int(c, "storage_order", 0, &order)))
+        return false;
+    if (nsp < 1 || nsp > 6 || nk != nsp)
+        return onnx_errorf(c, "attribute 'kernel_shape' must have %d values (input rank %d)", nsp, r);
+    if ((ns && ns != nsp) || (nd && nd != nsp) || (np && np != 2 * nsp))
+        return onnx_errorf(c, "strides and dilations need %d values, pads %d", nsp, 2 * nsp);
+    int64_t o[8], pb[8], pe[8], total = 1, kcount = 1;
+    for (int d = 0; d < nsp; d++) {
+        st[d] = ns ? st[d] : 1;
+        dl[d] = nd ? dl[d] : 1;
+        pb[d] = np ? pads[d] : 0;
+        pe[d] = np ? pads[nsp + d] : 0;
+        if (k[d] <= 0 || st[d] <= 0 || dl[d] <= 0 || pb[d] < 0 || pe[d] < 0)
+            return onnx_errorf(c, "kernel_shape, strides and dilations must be positive, pads not negative");
+        int64_t n = xs.dims[2 + d], ek = (k[d] - 1) * dl[d] + 1;
+        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+            o[d] = (n + st[d] - 1) / st[d];
+            int64_t tot = (o[d] - 1) * st[d] + ek - n;
+            tot = tot < 0 ? 0 : tot;
+            pb[d] = ap[5] == 'U' ? tot / 2 : tot - tot / 2;
+            pe[d] = tot - pb[d];
+        } else if (!strcmp(ap, "VALID")) {
+            pb[d] = pe[d] = 0;
+            o[d] = n >= ek ? (n - ek) / st[d] + 1 : 0;
+        } else if (!strcmp(ap, "NOTSET")) {
+            int64_t span = n + pb[d] + pe[d] - ek;
+            o[d] = span < 0 ? 0 : (ceil_mode ? (span + st[d] - 1) / st[d] : span / st[d]) + 1;
+            if (ceil_mode && o[d] > 0 && (o[d] - 1) * st[d] >= n + pb[d])
+                o[d]--; /* the last window starts inside the input or its begin padding */
+        } else
+            return onnx_errorf(c, "attribute 'auto_pad': unknown value '%s'", ap);
+        total *= o[d];
+        kcount *= k[d];
+    }
+    bool want_idx = is_max && c->nd->n_output > 1 && c->nd->output[1][0];
+    if (want_idx && kcount > 25) /* two fused operands per kernel element */
+        return onnx_errorf(c, "the Indices output is supported for kernels of at most 25 elements (this one has "
+                              "%lld)", (long long)kcount);
+    tcrt_dtype dt = dtype_of(x);
+    if (dt == TCRT_I64 || dt == TCRT_U64)
+        return onnx_errorf(c, "pooling of %s is not supported", tcrt_dtype_name(dt));
+    bool fl = dt == TCRT_F32 || dt == TCRT_F64;
+    if (!fl)
+        TRY(x = ir_cast(c->g, x, TCRT_F64, c->st)); /* exact for every other integer type */
+    /* pad: begin pb, end up to the last window's reach */
+    IrParams pp;
+    memset(&pp, 0, sizeof pp);
+    IrType pt = {dtype_of(x), xs};
+    bool padded = false;
+    for (int d = 0; d < nsp; d++) {
+        int64_t n = xs.dims[2 + d], reach = (o[d] - 1) * st[d] + (k[d] - 1) * dl[d] + 1;
+        int64_t end = reach - n - pb[d] > 0 ? reach - n - pb[d] : 0;
+        pp.i[2 * (2 + d)] = pb[d];
+        pp.i[2 * (2 + d) + 1] = end;
+        pt.shape.dims[2 + d] = n + pb[d] + end;
+        padded |= pb[d] || end;
+    }
+    pp.f[0] = is_max ? -INFINITY : 0;
+    IrValue xp = padded ? ir_emit1(c->g, OP_PAD, &x, 1, &pp, &pt, c->st) : x;
+    TRY(xp);
+    IrValue iota = {NULL, 0};
+    if (!want_idx) {
+        /* separable: per spatial axis, gather the K taps of each output
+         * position side by side ([.., O*K, ..] -> [.., O, K, ..]) and reduce */
+        IrValue acc = xp;
+        for (int d = 0; d < nsp; d++) {
+            int a = 2 + d;
+            int64_t *iv = malloc(sizeof(int64_t) * (size_t)(o[d] * k[d] > 0 ? o[d] * k[d] : 1));
+            if (!iv)
+                return st_errorf(c->st, ST_NOMEM, "out of memory");
+            for (int64_t oo = 0; oo < o[d]; oo++)
+                for (int64_t kk = 0; kk < k[d]; kk++)
+                    iv[oo * k[d] + kk] = oo * st[d] + kk * dl[d];
+            IrValue idx = ir_const(c->g, TCRT_I64, &(IrShape){1, {o[d] * k[d]}}, iv, c->st);
+            free(iv);
+            TRY(idx);
+            IrParams gp;
+            memset(&gp, 0, sizeof gp);
+            gp.i[0] = a;
+            IrValue ins[2] = {acc, idx};
+            IrValue g = ir_emit1(c->g, OP_GATHER, ins, 2, &gp, NULL, c->st);
+            TRY(g);
+            IrShape gs = *shape_of(g), ss;
+            ss.rank = gs.rank + 1;
+            for (int i = 0, j = 0; i < gs.rank; i++) {
+                if (i == a) {
+                    ss.dims[j++] = o[d];
+                    ss.dims[j++] = k[d];
+                } else
+                    ss.dims[j++] = gs.dims[i];
+            }
+            TRY(g = ir_reshape(c->g, g, &ss, c->st));
+            TRY(acc = reduce(c, is_max ? OP_REDUCE_MAX : OP_REDUCE_SUM, g, (int64_t)1 << (a + 1), false));
+        }
+        return pool_finish(c, op, acc, xs, nsp, o, k, st, dl, pb, pe, cip, fl, dt, out);
+    }
+    {
+        int64_t cnt = ir_shape_count(&xs);
+        int64_t *v = malloc(sizeof(int64_t) * (size_t)(cnt ? cnt : 1));
+        if (!v)
+            return st_errorf(c->st, ST_NOMEM, "out of memory");
+        int64_t sp = 1;
+        for (int d = 0; d < nsp; d++)
+            sp *= xs.dims[2 + d];
+        for (int64_t i = 0; i < cnt; i++) {
+            int64_t rem = i % sp, idx = i - rem, mul = 1;
+            if (order) { /* column-major spatial index */
+                int64_t q = rem, pos[8];
+                for (int d = nsp - 1; d >= 0; d--)
+                    pos[d] = q % xs.dims[2 + d], q /= xs.dims[2 + d];
+                for (int d = 0; d < nsp; d++)
+                    idx += pos[d] * mul, mul *= xs.dims[2 + d];
+            } else
+                idx = i;
+            v[i] = idx;
+        }
+        iota = ir_const(c->g, TCRT_I64, &xs, v, c->st);
+        free(v);
+        TRY(iota);
+        if (padded) {
+            IrParams ip = pp;
+            ip.f[0] = 0;
+            IrType it = {TCRT_I64, pt.shape};
+            TRY(iota = ir_emit1(c->g, OP_PAD, &iota, 1, &ip, &it, c->st));
+        }
+    }
+    IrValue acc = {NULL, 0}, aidx = {NULL, 0};
+    int64_t off[8] = {0}, begin[8] = {0}, stride[8], count[8];
+    stride[0] = stride[1] = 1;
+    count[0] = xs.dims[0], count[1] = xs.dims[1];
+    for (int64_t t = 0; t < kcount; t++) {
+        for (int d = 0; d < nsp; d++) {
+            begin[2 + d] = off[d] * dl[d];
+            stride[2 + d] = st[d];
+            count[2 + d] = o[d];
+        }
+        IrValue sl = slice(c, xp, begin, stride, count);
+        TRY(sl);
+        if (!acc.node) {
+            acc = sl;
+            if (want_idx)
+                TRY(aidx = slice(c, iota, begin, stride, count));
+        } else if (want_idx) {
+            IrValue gt = bin(c, OP_GT, sl, acc);
+            TRY(aidx = select3(c, gt, slice(c, iota, begin, stride, count), aidx));
+            TRY(acc = select3(c, gt, sl, acc));
+        } else
+            TRY(acc = bin(c, is_max ? OP_MAX : OP_ADD, acc, sl));
+        for (int d = nsp - 1; d >= 0; d--) { /* next offset, last dim fastest */
+            if (++off[d] < k[d])
+                break;
+            off[d] = 0;
+        }
+    }
+    if (!pool_finish(c, op, acc, xs, nsp, o, k, st, dl, pb, pe, cip, fl, dt, out))
+        return false;
+    out[1] = aidx;
     return true;
 }
 
@@ -710,8 +1049,8 @@ static bool lower_batchnorm(OnnxCtx *c, const IrValue *in, int n_in, IrValue *ou
     if (!need(c, in, n_in, 5) || !onnx_attr_float(c, "epsilon", 1e-5, &eps) ||
         !onnx_attr_int(c, "training_mode", 0, &training))
         return false;
-    if (training || (c->nd->n_output > 1 && c->nd->output[1][0]))
-        return onnx_errorf(c, "training mode (running mean/var outputs) is not supported");
+    if ((training && c->opset < 14) || (!training && c->nd->n_output > 1 && c->nd->output[1][0]))
+        return onnx_errorf(c, "training mode before opset 14 (mean/var/saved outputs) is not supported");
     const IrShape *xs = shape_of(in[0]);
     if (xs->rank < 2)
         return onnx_errorf(c, "input must have rank >= 2");
@@ -726,6 +1065,31 @@ static bool lower_batchnorm(OnnxCtx *c, const IrValue *in, int n_in, IrValue *ou
         TRY(p[i] = reshape_to(c, in[i + 1], xs->rank - 1, dims));
     }
     tcrt_dtype dt = dtype_of(in[0]);
+    if (training) {
+        /* normalize with the batch statistics (population variance); the
+         * running ones are momentum * old + (1 - momentum) * batch */
+        double mom;
+        if (!onnx_attr_float(c, "momentum", 0.9, &mom))
+            return false;
+        int64_t mask = 0, cnt = 1;
+        for (int i = 0; i < xs->rank; i++)
+            if (i != 1)
+                mask |= (int64_t)1 << i, cnt *= xs->dims[i];
+        IrValue mean = bin(c, OP_MUL, reduce(c, OP_REDUCE_SUM, in[0], mask, true), scalar(c, dt, 1.0 / (double)cnt));
+        IrValue dev = bin(c, OP_SUB, in[0], mean);
+        IrValue var = bin(c, OP_MUL, reduce(c, OP_REDUCE_SUM, bin(c, OP_MUL, dev, dev), mask, true),
+                          scalar(c, dt, 1.0 / (double)cnt));
+        TRY(var);
+        TRY(p[2] = reshape_to(c, mean, xs->rank - 1, dims));
+        TRY(p[3] = reshape_to(c, var, xs->rank - 1, dims));
+        for (int k = 0; k < 2; k++) {
+            if (c->nd->n_output <= (size_t)(k + 1) || !c->nd->output[k + 1][0])
+                continue;
+            IrValue batch = reshape_to(c, k ? var : mean, 1, (int64_t[]){xs->dims[1]});
+            TRY(out[k + 1] = bin(c, OP_ADD, bin(c, OP_MUL, in[3 + k], scalar(c, dt, mom)),
+                                 bin(c, OP_MUL, batch, scalar(c, dt, 1 - mom))));
+        }
+    }
     IrValue a = ir_binary(c->g, OP_MUL, p[0],
                           ir_unary(c->g, OP_RSQRT, ir_binary(c->g, OP_ADD, p[3], scalar(c, dt, eps), c->st), c->st),
                           c->st);
@@ -1653,9 +2017,29 @@ static bool lower_gather_nd(OnnxCtx *c, const IrValue *in, int n_in, IrValue *ou
     int64_t bd;
     if (!need(c, in, n_in, 2) || !onnx_attr_int(c, "batch_dims", 0, &bd))
         return false;
-    if (bd)
-        return onnx_errorf(c, "batch_dims is not supported");
-    IrValue ins[2] = {in[0], in[1]};
+    IrValue idx = in[1];
+    const IrShape is = *shape_of(idx);
+    if (bd < 0 || bd >= is.rank || bd >= shape_of(in[0])->rank)
+        return onnx_errorf(c, "attribute 'batch_dims' %lld is out of range", (long long)bd);
+    if (bd) { /* prepend each index tuple's batch coordinates: batch_dims 0 */
+        IrValue parts[IR_MAX_RANK + 1];
+        IrShape one = is;
+        one.dims[is.rank - 1] = 1;
+        for (int j = 0; j < bd; j++) {
+            if (is.dims[j] != shape_of(in[0])->dims[j])
+                return onnx_errorf(c, "batch dim %d is %lld in the data and %lld in the indices", j,
+                                   (long long)shape_of(in[0])->dims[j], (long long)is.dims[j]);
+            IrValue io = iota_along(c, is.dims[j], j, is.rank);
+            TRY(io = ir_cast(c->g, io, dtype_of(idx), c->st));
+            TRY(parts[j] = broadcast_to(c, io, &one));
+        }
+        parts[bd] = idx;
+        IrParams cp;
+        memset(&cp, 0, sizeof cp);
+        cp.i[0] = is.rank - 1;
+        TRY(idx = ir_emit1(c->g, OP_CONCAT, parts, (int)bd + 1, &cp, NULL, c->st));
+    }
+    IrValue ins[2] = {in[0], idx};
     out[0] = ir_emit1(c->g, OP_GATHER_ND, ins, 2, NULL, NULL, c->st);
     return out[0].node != NULL;
 }
@@ -1913,8 +2297,7 @@ static bool lower_cast_like(OnnxCtx *c, const IrValue *in, int n_in, IrValue *ou
 {
     if (!need(c, in, n_in, 2))
         return false;
-    tcrt_dtype dt = dtype_of(in[1]);
-    out[0] = dtype_of(in[0]) == dt ? in[0] : ir_cast(c->g, in[0], dt, c->st);
+    out[0] = onnx_cast(c, in[0], dtype_of(in[1]));
     return out[0].node != NULL;
 }
 
@@ -1977,14 +2360,30 @@ static bool lower_eye_like(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out
 
 /* ---- ConvTranspose, Resize ---- */
 
+/* Python's floor division by 2 (ONNX's reference splits pads with it). */
+static int64_t floor_half(int64_t v)
+{
+    return v >= 0 ? v / 2 : -((-v + 1) / 2);
+}
+
+/* 1-D (as 2-D over H = 1) and 2-D; output_shape may ask for more than the
+ * transposed convolution produces: the extra rows/columns are zeros (plus
+ * the bias), as negative pads in ONNX's reference. */
 static bool lower_conv_transpose(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
 {
     if (!need(c, in, n_in, 2))
         return false;
     IrValue x = in[0], w = in[1];
+    int rank = shape_of(x)->rank;
+    if ((rank != 4 && rank != 3) || shape_of(w)->rank != rank)
+        return onnx_errorf(c, "only 1-D and 2-D transposed convolutions are supported (input rank %d)", rank);
+    int nsp = rank - 2, sp0 = 2 - nsp; /* attribute value i goes to spatial slot sp0 + i */
+    if (rank == 3) {
+        const IrShape *a = shape_of(x), *b = shape_of(w);
+        TRY(x = reshape_to(c, x, 4, (int64_t[]){a->dims[0], a->dims[1], 1, a->dims[2]}));
+        TRY(w = reshape_to(c, w, 4, (int64_t[]){b->dims[0], b->dims[1], 1, b->dims[2]}));
+    }
     const IrShape xs = *shape_of(x), ws = *shape_of(w);
-    if (xs.rank != 4 || ws.rank != 4)
-        return onnx_errorf(c, "only 2-D transposed convolutions are supported (input rank %d)", xs.rank);
     int64_t group, v[8];
     int n;
     char ap[32];
@@ -1995,29 +2394,33 @@ static bool lower_conv_transpose(OnnxCtx *c, const IrValue *in, int n_in, IrValu
     if (ws.dims[0] != xs.dims[1])
         return onnx_errorf(c, "weights expect %lld input channels, the input has %lld", (long long)ws.dims[0],
                            (long long)xs.dims[1]);
-    int64_t st[2] = {1, 1}, dil[2] = {1, 1}, opad[2] = {0, 0}, pads[4] = {0, 0, 0, 0}, osh[2] = {0, 0};
+    int64_t st[2] = {1, 1}, dil[2] = {1, 1}, opad[2] = {0, 0}, pads[4] = {0, 0, 0, 0}, osh[2] = {1, 0};
     bool has_osh = false;
     if (!onnx_attr_ints(c, "strides", v, 8, &n))
         return false;
-    if (n == 2)
-        st[0] = v[0], st[1] = v[1];
+    for (int i = 0; n == nsp && i < nsp; i++)
+        st[sp0 + i] = v[i];
     if (!onnx_attr_ints(c, "dilations", v, 8, &n))
         return false;
-    if (n == 2)
-        dil[0] = v[0], dil[1] = v[1];
+    for (int i = 0; n == nsp && i < nsp; i++)
+        dil[sp0 + i] = v[i];
     if (!onnx_attr_ints(c, "output_padding", v, 8, &n))
         return false;
-    if (n == 2)
-        opad[0] = v[0], opad[1] = v[1];
+    for (int i = 0; n == nsp && i < nsp; i++)
+        opad[sp0 + i] = v[i];
     if (!onnx_attr_ints(c, "pads", v, 8, &n))
         return false;
-    if (n == 4)
-        pads[0] = v[0], pads[1] = v[1], pads[2] = v[2], pads[3] = v[3];
+    for (int i = 0; n == 2 * nsp && i < nsp; i++)
+        pads[sp0 + i] = v[i], pads[sp0 + i + 2] = v[nsp + i];
     if (!onnx_attr_ints(c, "output_shape", v, 8, &n))
         return false;
-    if (n >= 2)
-        osh[0] = v[n - 2], osh[1] = v[n - 1], has_osh = true;
-    int64_t o[2];
+    if (n >= nsp) {
+        for (int i = 0; i < nsp; i++)
+            osh[sp0 + i] = v[n - nsp + i];
+        has_osh = true;
+    }
+    int64_t o[2], grow[4] = {0, 0, 0, 0};
+    bool any_grow = false;
     for (int i = 0; i < 2; i++) {
         if (st[i] <= 0 || dil[i] <= 0 || opad[i] < 0 || (opad[i] >= st[i] && opad[i] >= dil[i]))
             return onnx_errorf(c, "bad strides, dilations or output_padding");
@@ -2026,12 +2429,16 @@ static bool lower_conv_transpose(OnnxCtx *c, const IrValue *in, int n_in, IrValu
         if (has_osh || same) {
             int64_t want = has_osh ? osh[i] : xs.dims[2 + i] * st[i];
             int64_t tot = full - want;
-            if (tot < 0)
-                return onnx_errorf(c, "output_shape larger than the transposed convolution produces");
-            bool lower = !strcmp(ap, "SAME_LOWER");
-            pads[i] = lower ? tot - tot / 2 : tot / 2;
+            bool upper = !strcmp(ap, "SAME_UPPER");
+            pads[i] = upper ? floor_half(tot) : tot - floor_half(tot);
             pads[i + 2] = tot - pads[i];
         }
+        for (int e = 0; e < 2; e++) /* negative pads: zeros added after */
+            if (pads[i + 2 * e] < 0) {
+                grow[i + 2 * e] = -pads[i + 2 * e];
+                pads[i + 2 * e] = 0;
+                any_grow = true;
+            }
         o[i] = full - pads[i] - pads[i + 2];
         if (o[i] <= 0)
             return onnx_errorf(c, "empty output");
@@ -2052,70 +2459,108 @@ static bool lower_conv_transpose(OnnxCtx *c, const IrValue *in, int n_in, IrValu
     IrValue ins[2] = {x, w};
     IrValue y = ir_emit1(c->g, OP_CONV2D_TRANSPOSE, ins, 2, &p, &t, c->st);
     TRY(y);
+    if (any_grow) {
+        IrParams pp;
+        memset(&pp, 0, sizeof pp);
+        pp.i[2] = grow[0], pp.i[3] = grow[2], pp.i[4] = grow[1], pp.i[5] = grow[3];
+        IrType gt = {dtype_of(y), ir_shape_make(4, (int64_t[]){xs.dims[0], o[0] + grow[0] + grow[2],
+                                                               o[1] + grow[1] + grow[3], ws.dims[1]})};
+        TRY(y = ir_emit1(c->g, OP_PAD, &y, 1, &pp, &gt, c->st));
+    }
     if (n_in > 2 && in[2].node)
         TRY(y = bin(c, OP_ADD, y, in[2]));
-    out[0] = transpose(c, y, TO_NCHW, 4);
+    TRY(y = transpose(c, y, TO_NCHW, 4));
+    if (rank == 3) {
+        const IrShape *ys = shape_of(y);
+        TRY(y = reshape_to(c, y, 3, (int64_t[]){ys->dims[0], ys->dims[1], ys->dims[3]}));
+    }
+    out[0] = y;
+    return true;
+}
+
+/* BitShift (unsigned types): x * 2^y or x / 2^y with 2^y gathered from a
+ * table of the element type (0 from the type's width on, so over-wide
+ * shifts give 0, as C's shifts would not). */
+static bool lower_bitshift(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
+{
+    char dir[16];
+    if (!need(c, in, n_in, 2) || !onnx_attr_str(c, "direction", "", dir, sizeof dir))
+        return false;
+    bool left = !strcmp(dir, "LEFT");
+    if (!left && strcmp(dir, "RIGHT"))
+        return onnx_errorf(c, "attribute 'direction' must be \"LEFT\" or \"RIGHT\", got '%s'", dir);
+    tcrt_dtype dt = dtype_of(in[0]);
+    if (dt != TCRT_U8 && dt != TCRT_U16 && dt != TCRT_U32 && dt != TCRT_U64)
+        return onnx_errorf(c, "element type %s is not supported (unsigned integers are)", tcrt_dtype_name(dt));
+    if (dtype_of(in[1]) != dt)
+        return onnx_errorf(c, "X is %s and Y is %s: they must have one type", tcrt_dtype_name(dt),
+                           tcrt_dtype_name(dtype_of(in[1])));
+    int width = 8 * (int)tcrt_dtype_size(dt);
+    _Alignas(8) uint8_t buf[64 * 8];
+    for (int i = 0; i < 64; i++) {
+        uint64_t pw = i < width ? (uint64_t)1 << i : 0;
+        if (dt == TCRT_U8)
+            buf[i] = (uint8_t)pw;
+        else if (dt == TCRT_U16)
+            ((uint16_t *)buf)[i] = (uint16_t)pw;
+        else if (dt == TCRT_U32)
+            ((uint32_t *)buf)[i] = (uint32_t)pw;
+        else
+            ((uint64_t *)buf)[i] = pw;
+    }
+    IrValue table = ir_const(c->g, dt, &(IrShape){1, {64}}, buf, c->st);
+    IrValue idx = ir_cast(c->g, bin(c, OP_MIN, in[1], scalar(c, dt, 63)), TCRT_I64, c->st);
+    TRY(table);
+    TRY(idx);
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    IrValue ins[2] = {table, idx};
+    IrValue f = ir_emit1(c->g, OP_GATHER, ins, 2, &p, NULL, c->st);
+    TRY(f);
+    out[0] = bin(c, left ? OP_MUL : OP_DIV, in[0], f);
     return out[0].node != NULL;
 }
 
-static bool lower_resize(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
+/* HannWindow, HammingWindow, BlackmanWindow: constants (size must be
+ * constant): a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N = size when
+ * periodic, size - 1 otherwise. */
+static bool lower_window(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out, double a0, double a1, double a2)
 {
-    char mode[32], ctm[40], nm[40];
-    if (!need(c, in, n_in, 1) || !onnx_attr_str(c, "mode", "nearest", mode, sizeof mode) ||
-        !onnx_attr_str(c, "coordinate_transformation_mode", "half_pixel", ctm, sizeof ctm) ||
-        !onnx_attr_str(c, "nearest_mode", "round_prefer_floor", nm, sizeof nm))
+    int64_t size, periodic, odt;
+    int n;
+    tcrt_dtype dt;
+    if (!need(c, in, n_in, 1) || !onnx_attr_int(c, "periodic", 1, &periodic) ||
+        !onnx_attr_int(c, "output_datatype", 1, &odt) ||
+        !onnx_dtype(c, (int)odt, "attribute 'output_datatype'", &dt) ||
+        !onnx_const_ints(c, in[0], "input 0 (size)", &size, 1, &n))
         return false;
-    const IrShape xs = *shape_of(in[0]);
-    if (xs.rank != 4)
-        return onnx_errorf(c, "only 4-D NCHW inputs are supported");
-    int64_t oh, ow;
-    IrValue scales = c->opset < 11 ? (n_in > 1 ? in[1] : (IrValue){NULL, 0}) : (n_in > 2 ? in[2] : (IrValue){NULL, 0});
-    IrValue sizes = c->opset >= 11 && n_in > 3 ? in[3] : (IrValue){NULL, 0};
-    if (sizes.node) {
-        int64_t sz[8];
-        int n;
-        if (!onnx_const_ints(c, sizes, "input 3 (sizes)", sz, 8, &n))
-            return false;
-        if (n != 4 || sz[0] != xs.dims[0] || sz[1] != xs.dims[1])
-            return onnx_errorf(c, "sizes must keep N and C");
-        oh = sz[2], ow = sz[3];
-    } else if (scales.node && ir_shape_count(shape_of(scales)) == 4) {
-        const IrNode *sn = scales.node;
-        if (sn->op != OP_CONST || dtype_of(scales) != TCRT_F32)
-            return onnx_errorf(c, "scales must be a float32 constant");
-        const float *sc = sn->data;
-        if (sc[0] != 1 || sc[1] != 1)
-            return onnx_errorf(c, "scales must keep N and C");
-        oh = (int64_t)floor(xs.dims[2] * (double)sc[2]);
-        ow = (int64_t)floor(xs.dims[3] * (double)sc[3]);
-    } else
-        return onnx_errorf(c, "scales or sizes must be given as constants");
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    if (!strcmp(mode, "linear"))
-        p.i[TCRT_RS_MODE] = 0;
-    else if (!strcmp(mode, "nearest"))
-        p.i[TCRT_RS_MODE] = 1;
-    else
-        return onnx_errorf(c, "mode '%s' is not supported", mode);
-    if (!strcmp(ctm, "align_corners"))
-        p.i[TCRT_RS_ALIGN] = 1;
-    else if (!strcmp(ctm, "half_pixel"))
-        p.i[TCRT_RS_HALF] = 1;
-    else if (strcmp(ctm, "asymmetric"))
-        return onnx_errorf(c, "coordinate_transformation_mode '%s' is not supported", ctm);
-    /* nearest: only ONNX's asymmetric + floor rounding is known to match the
-     * primitive's source index (floor(dst * in / out)) */
-    if (p.i[TCRT_RS_MODE] == 1 && (strcmp(ctm, "asymmetric") || strcmp(nm, "floor")))
-        return onnx_errorf(c, "nearest resize with coordinate_transformation_mode '%s' and nearest_mode '%s' is "
-                              "not supported (asymmetric + floor is)", ctm, nm);
-    IrValue x = transpose(c, in[0], TO_NHWC, 4);
-    TRY(x);
-    IrType t = {dtype_of(x), ir_shape_make(4, (int64_t[]){xs.dims[0], oh, ow, xs.dims[1]})};
-    IrValue y = ir_emit1(c->g, OP_RESIZE, &x, 1, &p, &t, c->st);
-    TRY(y);
-    out[0] = transpose(c, y, TO_NCHW, 4);
+    if (n != 1 || size < 0 || size > ((int64_t)1 << 24))
+        return onnx_errorf(c, "input 0 (size) must be one value in [0, 2^24]");
+    double *v = malloc(sizeof(double) * (size_t)(size ? size : 1));
+    if (!v)
+        return st_errorf(c->st, ST_NOMEM, "out of memory");
+    double nn = periodic ? (double)size : (double)size - 1;
+    for (int64_t i = 0; i < size; i++) {
+        double t = nn > 0 ? 2 * M_PI * (double)i / nn : 0;
+        v[i] = a0 - a1 * cos(t) + a2 * cos(2 * t);
+    }
+    IrValue w = ir_const(c->g, TCRT_F64, &(IrShape){1, {size}}, v, c->st);
+    free(v);
+    TRY(w);
+    out[0] = onnx_cast(c, w, dt);
     return out[0].node != NULL;
+}
+static bool lower_hann_window(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
+{
+    return lower_window(c, in, n_in, out, 0.5, 0.5, 0);
+}
+static bool lower_hamming_window(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
+{
+    return lower_window(c, in, n_in, out, 25.0 / 46, 21.0 / 46, 0);
+}
+static bool lower_blackman_window(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
+{
+    return lower_window(c, in, n_in, out, 0.42, 0.5, 0.08);
 }
 
 /* ---- the table (looked up by name; order irrelevant) ---- */
@@ -2874,7 +3319,8 @@ const OnnxOpRow onnx_ops[] = {
     {"ThresholdedRelu", lower_thresholded_relu, "select"},
     {"Trilu", lower_trilu, "select"},
     {"ConvTranspose", lower_conv_transpose, "transpose + conv2d_transpose + transpose"},
-    {"Resize", lower_resize, "transpose + resize + transpose"},
+    {"Resize", onnx_lower_resize, "gather + mul + add per axis (tables computed at compile time)"},
+    {"Upsample", onnx_lower_upsample, "gather + mul + add per axis (as Resize)"},
     {"TopK", lower_topk, "topk (+ neg / sub, transpose, cast)"},
     {"Hardmax", lower_hardmax, "argmax + eq + cast"},
     {"OneHot", lower_one_hot, "eq + select"},
@@ -2890,6 +3336,10 @@ const OnnxOpRow onnx_ops[] = {
     {"Scatter", lower_scatter_elements, "eq + select per index along the axis"},
     {"ScatterND", lower_scatter_nd, "eq + and + select per index tuple"},
     {"ReverseSequence", lower_reverse_sequence, "select + gather_nd"},
+    {"BitShift", lower_bitshift, "gather (2^y) + mul / div"},
+    {"HannWindow", lower_hann_window, "const"},
+    {"HammingWindow", lower_hamming_window, "const"},
+    {"BlackmanWindow", lower_blackman_window, "const"},
     {NULL, NULL, NULL},
 };
 

@@ -29,8 +29,9 @@ typedef enum tcrt_dtype {
     TCRT_STRING = 7,/* DT_STRING: never reaches generated code */
     TCRT_I64 = 9,   /* DT_INT64 */
     TCRT_BOOL = 10, /* DT_BOOL, stored as one byte 0/1 */
+    TCRT_BF16 = 14, /* DT_BFLOAT16: storage only, like TCRT_F16 (.npy descr '|V2') */
     TCRT_U16 = 17,  /* DT_UINT16 */
-    TCRT_F16 = 19,  /* DT_HALF: only as stored weights, widened on import */
+    TCRT_F16 = 19,  /* DT_HALF: storage only (the IR moves and reinterprets it; frontends convert) */
     TCRT_U32 = 22,  /* DT_UINT32 */
     TCRT_U64 = 23,  /* DT_UINT64 */
 } tcrt_dtype;
@@ -87,9 +88,11 @@ void tcrt_type_str(tcrt_dtype dt, int rank, const int64_t *dims, char *buf, size
 const char *tcrt_status_str(tcrt_status s);
 
 /* ---- threads ----
- * tcrt_set_threads clamps to [1, TCRT_MAX_THREADS] and starts the OpenMP
- * team right away (not inside the first run); fast-kernel workspaces are
- * sized for any team up to TCRT_MAX_THREADS. */
+ * tcrt_set_threads clamps to [1, TCRT_MAX_THREADS] and starts the runtime's
+ * thread pool (tcrt_pool.h) right away (not inside the first run);
+ * tcrt_get_threads is the count in use (lower if a thread could not be
+ * created).  Fast-kernel workspaces are sized for any count up to
+ * TCRT_MAX_THREADS. */
 #define TCRT_MAX_THREADS 16
 void tcrt_set_threads(int n);                   /* kernels that can use threads */
 int tcrt_get_threads(void);

@@ -134,6 +134,14 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
 size_t tcrt_fast_matmul_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
 tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 size_t tcrt_fast_conv2d_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
+/* NHWC pooling and depthwise convolution (fast_pool.c): vectorized over
+ * channels, threaded over output rows, no workspace.  The depthwise kernel
+ * takes tcrt_fast_conv2d's inputs and params (TCRT_CONV_DEPTHWISE set,
+ * w [KH,KW,C,M], optional bias and residual). */
+tcrt_status tcrt_fast_maxpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_fast_avgpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                       const tcrt_params *p);
 
 /* Packed convolution weights (TCRT_CONV_PACKED): HWIO w[KH,KW,Cin,Cout] ->
  * packed[ceil(Cout/TCRT_PACK_NR)][KH][KW][Cin][TCRT_PACK_NR], output channels

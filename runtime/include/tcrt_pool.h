@@ -9,7 +9,9 @@
  * called from inside a task (nesting), every task runs on the caller, in order.
  * The pool is started by tcrt_set_threads (workers are created there, never in a
  * run) and never allocates afterwards.  Idle workers sleep (they may spin only
- * briefly first): a busy core is not taken from other processes.
+ * briefly first): a busy core is not taken from other processes.  The
+ * workers are stopped and joined at exit (atexit), so a process may exit with
+ * a live pool.
  */
 #ifndef TCRT_POOL_H
 #define TCRT_POOL_H
@@ -22,6 +24,13 @@ extern "C" {
 
 typedef void (*tcrt_task_fn)(void *ctx, int64_t task, int tid);
 void tcrt_parallel_tasks(int64_t n_tasks, tcrt_task_fn fn, void *ctx);
+
+/* Restarts the pool with n_threads - 1 workers (clamped to
+ * [1, TCRT_MAX_THREADS]; nothing happens when the count is unchanged or when
+ * called from inside a task) and returns the thread count now in use, lower
+ * than asked when a thread could not be created.  tcrt_set_threads calls it;
+ * not to be called while another thread runs tcrt_parallel_tasks. */
+int tcrt_pool_start(int n_threads);
 
 #ifdef __cplusplus
 }

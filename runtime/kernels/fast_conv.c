@@ -1,9 +1,64 @@
-/* runtime/kernels/fast_conv.c - packed-weight convolution (placeholder: the
- * kernel work fills this in). */
-#include "tcrt_kernels.h"
+/* runtime/kernels/fast_conv.c - packed-weight float32 convolution and GEMM on
+ * register-blocked micro-kernels (contract: fast_conv_int.h), the weight
+ * packing of tcrt_kernels.h, the portable micro-kernel and the run-time ISA
+ * choice.
+ *
+ * Convolution (indirect GEMM): the output pixels of all images, in NHWC
+ * order, are rows of C[P, Cout] (row stride Cout); tiles of MR consecutive
+ * pixels (crossing output rows and images) get, per filter tap (kh, kw), MR
+ * row pointers to their input pixels' Cin vectors (a shared zero vector when
+ * the tap falls into padding), so strides, dilations and asymmetric pads
+ * cost nothing in the kernel and no im2col copy is made.  The micro-kernel
+ * keeps the MR x NR accumulators in registers over all taps and Cin and
+ * applies bias, residual and activation at the one store.
+ * Work split: tasks are (Cout block of NR, chunk of pixel tiles), Cout block
+ * major, so consecutive tasks reuse the same packed panel (taps*Cin x NR,
+ * at most a few hundred KB: it stays in L2 while the tiles sweep it).  The
+ * chunk count aims at >= 8 tasks per thread (tcrt_parallel_tasks hands them
+ * out dynamically) without tasks under ~64K multiply-adds; a 7x7 1x1 conv
+ * still splits over its Cout blocks.
+ * Workspace (tcrt_pconv_workspace): the zero vector (Cin floats) and, per
+ * thread up to TCRT_MAX_THREADS, one tile's pointers (TCRT_KERN_MAX_MR x
+ * taps); remainders need none (masked stores, repeated row pointers).
+ * GEMM (tcrt_kmm_run): both operands are packed into the workspace (in
+ * parallel): B as [N/NR][K][NR] (zero columns past N), A per K block as
+ * [M/MR][kc][MR] (zero rows past M; tiles of one K block contiguous), so
+ * the GEMM kernel reads one stream of each and no row stride can make rows
+ * evict each other in L1.  Blocks (BLIS-style, with A as the broadcast
+ * operand): a K block of up to GEMM_KC_MAX puts a tile's packed A (6 x kc,
+ * 24 KB) in L1, and an N block of GEMM_NC_BYTES of B panels stays in L2
+ * while the tiles sweep it; a task is an N block x a chunk of tiles, the
+ * tiles of one K block and one N block per parallel run (the kernel adds
+ * C's partial sums for K blocks after the first and applies the epilogue
+ * on the last).  Each N block of B (and, with the first, the K block of A)
+ * is packed right before its run, so the packed panels are still in L2.
+ * Measured (benchmarks/sgemm): kc 1024 beats 512 and 128 (the per-call C
+ * traffic costs more than streaming B from L2); B-panel-in-L1 orders
+ * (kc 128) lose 10-15%.
+ * ISA: the best of portable C, AVX2+FMA and AVX-512F that the CPU has
+ * (__builtin_cpu_supports) and the build allows (TCRT_ISA_MAX, from the
+ * runtime_isa meson option), capped further by tcrt_kern_force_isa (tests).
+ * Invariants: the packed layout does not depend on the ISA; kernels read B
+ * panel 1 only for blocks with more than 16 columns, so nothing past the
+ * packed array is read; nothing here allocates.
+ */
+#include "fast_conv_int.h"
+#include "tcrt_pool.h"
 
 #include <stdint.h>
 #include <string.h>
+
+#ifndef TCRT_ISA_MAX
+#define TCRT_ISA_MAX TCRT_ISA_PORTABLE
+#endif
+
+enum { MIN_TASK_MACS = 1 << 16, TASKS_PER_THREAD = 8 };
+/* Conv: packed weights up to CONV_L2_WEIGHTS bytes are swept tile-major;
+ * above, the Cout block's panel in tap groups of up to CONV_PANEL_BYTES. */
+enum { CONV_L2_WEIGHTS = 1 << 20, CONV_PANEL_BYTES = 384 << 10 };
+/* GEMM blocking: bytes of the B panel kc x NR (L1) and of the packed A
+ * block mc x K (L2); the widest NR of any ISA (workspace). */
+enum { GEMM_KC_MAX = 1024, GEMM_NC_BYTES = 1 << 20, GEMM_NR_MAX = 64 };
 
 int64_t tcrt_conv_packed_floats(int64_t kh, int64_t kw, int64_t cin, int64_t cout)
 {
@@ -29,4 +84,537 @@ void tcrt_pack_conv_weights(const float *hwio, int64_t kh, int64_t kw, int64_t c
                 int64_t o = b * TCRT_PACK_NR + j;
                 packed[(b * taps + t) * TCRT_PACK_NR + j] = o < cout ? hwio[t * cout + o] : 0.0f;
             }
+}
+
+/* ---- ISA choice ---- */
+
+static int isa_cap = -1; /* tcrt_kern_force_isa; set by tests only, before runs */
+
+bool tcrt_kern_isa_supported(int isa)
+{
+    if (isa == TCRT_ISA_PORTABLE)
+        return true;
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX2 && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    if (isa == TCRT_ISA_AVX2)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX512
+    if (isa == TCRT_ISA_AVX512)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+#endif
+#endif
+    return false;
+}
+
+int tcrt_kern_isa(void)
+{
+    int best = TCRT_ISA_MAX;
+    if (isa_cap >= 0 && isa_cap < best)
+        best = isa_cap;
+    while (best > TCRT_ISA_PORTABLE && !tcrt_kern_isa_supported(best))
+        best--;
+    return best;
+}
+
+int tcrt_kern_force_isa(int isa)
+{
+    int prev = isa_cap;
+    isa_cap = isa;
+    return prev;
+}
+
+/* ---- portable micro-kernel (4 x 16) ---- */
+
+static float act1(float v, int act, float alpha)
+{
+    switch (act) {
+    case TCRT_ACT_RELU:
+        return v > 0 ? v : 0;
+    case TCRT_ACT_RELU6:
+        return v < 0 ? 0 : (v > 6 ? 6 : v);
+    case TCRT_ACT_LEAKY:
+        return v < 0 ? v * alpha : v;
+    default:
+        return v;
+    }
+}
+
+static void ukernel_portable(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                             const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
+{
+    enum { MR = TCRT_PORTABLE_MR, NR = TCRT_PORTABLE_NR };
+    (void)pstride;
+    float acc[MR][NR];
+    memset(acc, 0, sizeof acc);
+    if (epi->load_c)
+        for (int64_t r = 0; r < mr; r++)
+            for (int64_t j = 0; j < nc; j++)
+                acc[r][j] = c[r * ldc + j];
+    const float *bp = b;
+    for (int64_t t = 0; t < taps; t++, ind += MR) {
+        const float *a[MR];
+        for (int r = 0; r < MR; r++)
+            a[r] = ind[r];
+        for (int64_t k = 0; k < kc; k++, bp += NR)
+            for (int r = 0; r < MR; r++) {
+                float av = a[r][k];
+                for (int j = 0; j < NR; j++)
+                    acc[r][j] += av * bp[j];
+            }
+    }
+    const TcrtKernEpi raw = {0}, *e = epi->partial ? &raw : epi;
+    for (int64_t r = 0; r < mr; r++)
+        for (int64_t j = 0; j < nc; j++) {
+            float v = acc[r][j] + (e->bias ? e->bias[j] : 0.0f) + (e->res ? e->res[r * e->ldr + j] : 0.0f);
+            c[r * ldc + j] = act1(v, e->act, e->alpha);
+        }
+}
+
+/* The micro-kernel of isa and its tile. */
+typedef struct Kern {
+    tcrt_ukernel_fn fn;
+    int64_t mr, nr;
+} Kern;
+
+static Kern pick_kernel(int isa)
+{
+    Kern k = {ukernel_portable, TCRT_PORTABLE_MR, TCRT_PORTABLE_NR};
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX2
+    if (isa == TCRT_ISA_AVX2)
+        k = (Kern){tcrt_ukernel_avx2, TCRT_AVX2_MR, TCRT_AVX2_NR};
+#endif
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX512
+    if (isa == TCRT_ISA_AVX512)
+        k = (Kern){tcrt_ukernel_avx512, TCRT_AVX512_MR, TCRT_AVX512_NR};
+#endif
+    (void)isa;
+    return k;
+}
+
+static int64_t div_up(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* n split into the fewest near-equal blocks of at most cap. */
+static int64_t block_of(int64_t n, int64_t cap)
+{
+    return div_up(n, div_up(n, cap));
+}
+
+static int team(void)
+{
+    int n = tcrt_get_threads();
+    return n < 1 ? 1 : (n > TCRT_MAX_THREADS ? TCRT_MAX_THREADS : n);
+}
+
+/* Number of pixel-tile chunks for tiles x cblocks tile-blocks of
+ * macs_per_tile multiply-adds each on nth threads. */
+static int64_t chunk_count(int64_t tiles, int64_t cblocks, int64_t macs_per_tile, int nth)
+{
+    int64_t want = div_up((int64_t)TASKS_PER_THREAD * nth, cblocks);
+    int64_t by_size = tiles * macs_per_tile / MIN_TASK_MACS;
+    int64_t n = want < by_size ? want : by_size;
+    if (n > tiles)
+        n = tiles;
+    return n < 1 ? 1 : n;
+}
+
+/* ---- packed convolution ---- */
+
+typedef struct PConv {
+    int64_t N, H, W, C, KH, KW, O, OH, OW, sh, sw, dh, dw, pt, pl;
+    const float *x, *w, *bias, *res;
+    float *y;
+    int act;
+    float alpha;
+} PConv;
+
+/* Fills g from the call; false when it is not a packed conv this kernel
+ * handles (shapes, dtypes, parameters).  Data pointers are not looked at:
+ * the compiler's memory planner asks for the workspace with none. */
+static bool pconv_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p,
+                       PConv *g)
+{
+    if (!in || !out || !p || n_in < 2 || n_in > 4 || !p->i[TCRT_CONV_PACKED] || p->i[TCRT_CONV_DEPTHWISE])
+        return false;
+    const tcrt_tensor *x = &in[0], *w = &in[1];
+    if (x->rank != 4 || w->rank != 5 || out->rank != 4 || x->dtype != TCRT_F32 || w->dtype != TCRT_F32 ||
+        out->dtype != TCRT_F32)
+        return false;
+    g->N = x->dims[0], g->H = x->dims[1], g->W = x->dims[2], g->C = x->dims[3];
+    g->KH = w->dims[1], g->KW = w->dims[2], g->O = out->dims[3], g->OH = out->dims[1], g->OW = out->dims[2];
+    g->sh = p->i[TCRT_CONV_SH], g->sw = p->i[TCRT_CONV_SW], g->dh = p->i[TCRT_CONV_DH],
+    g->dw = p->i[TCRT_CONV_DW];
+    g->pt = p->i[TCRT_CONV_PT], g->pl = p->i[TCRT_CONV_PL];
+    int64_t a = p->i[TCRT_CONV_ACT];
+    if (g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->pt < 0 || g->pl < 0 ||
+        p->i[TCRT_CONV_PB] < 0 || p->i[TCRT_CONV_PR] < 0 || a < TCRT_ACT_NONE || a > TCRT_ACT_LEAKY)
+        return false;
+    if (p->i[TCRT_CONV_COUT] != g->O || out->dims[0] != g->N || w->dims[3] != g->C ||
+        w->dims[4] != TCRT_PACK_NR || w->dims[0] != div_up(g->O, TCRT_PACK_NR) || g->N <= 0 || g->H <= 0 ||
+        g->W <= 0 || g->C <= 0 || g->KH <= 0 || g->KW <= 0 || g->O <= 0 || g->OH <= 0 || g->OW <= 0)
+        return false;
+    if (tcrt_conv_packed_floats(g->KH, g->KW, g->C, g->O) == 0 || tcrt_tensor_count(out) <= 0)
+        return false;
+    g->bias = g->res = NULL;
+    if (n_in >= 3) {
+        if (in[2].dtype != TCRT_F32 || tcrt_tensor_count(&in[2]) != g->O)
+            return false;
+        g->bias = (const float *)in[2].data;
+    }
+    if (n_in == 4) {
+        const tcrt_tensor *r = &in[3];
+        if (r->dtype != TCRT_F32 || r->rank != 4)
+            return false;
+        for (int d = 0; d < 4; d++)
+            if (r->dims[d] != out->dims[d])
+                return false;
+        g->res = (const float *)r->data;
+    }
+    g->x = (const float *)x->data, g->w = (const float *)w->data, g->y = (float *)out->data;
+    g->act = (int)a, g->alpha = (float)p->f[0];
+    return true;
+}
+
+static int64_t round16(int64_t n)
+{
+    return div_up(n, 16) * 16;
+}
+
+/* Workspace bytes of g: alignment slack, zero vector, per-thread pointers. */
+static size_t pconv_ws_bytes(const PConv *g)
+{
+    int64_t taps = g->KH * g->KW;
+    return 64 + (size_t)round16(g->C) * sizeof(float) +
+           (size_t)TCRT_MAX_THREADS * TCRT_KERN_MAX_MR * (size_t)taps * sizeof(const float *);
+}
+
+size_t tcrt_pconv_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
+{
+    PConv g;
+    return pconv_geom(in, n_in, out, p, &g) ? pconv_ws_bytes(&g) : 0;
+}
+
+typedef struct ConvJob {
+    const PConv *g;
+    Kern k;
+    const float *zero;
+    const float **ind; /* per thread: k.mr * taps pointers */
+    int64_t taps, pstride, tiles, chunks, tiles_per_chunk, pixels, cblocks, tap_block;
+} ConvJob;
+
+/* Tile pointers of taps [tp0, tp1) (tap = kh*KW + kw): ind[(tap-tp0)*mr
+ * + r] for pixels p0 .. p0+mr (rows past the last pixel repeat it).  One
+ * division for the tile; the next pixel's (n, oh, ow) by increment. */
+static void conv_pointers(const ConvJob *j, int64_t p0, int64_t mr_eff, int64_t tp0, int64_t tp1,
+                          const float **ind)
+{
+    const PConv *g = j->g;
+    int64_t mr = j->k.mr, ohw = g->OH * g->OW;
+    int64_t n = p0 / ohw, rem = p0 % ohw, oh = rem / g->OW, ow = rem % g->OW;
+    int64_t kh0 = tp0 / g->KW, kh1 = div_up(tp1, g->KW);
+    for (int64_t r = 0; r < mr; r++) {
+        if (r > 0 && r < mr_eff && ++ow == g->OW) {
+            ow = 0;
+            if (++oh == g->OH)
+                oh = 0, n++;
+        }
+        const float *img = g->x + n * g->H * g->W * g->C;
+        int64_t iw0 = ow * g->sw - g->pl, ih0 = oh * g->sh - g->pt;
+        if (ih0 >= 0 && ih0 + (g->KH - 1) * g->dh < g->H && iw0 >= 0 && iw0 + (g->KW - 1) * g->dw < g->W) {
+            /* window inside the image: fixed steps, no bounds checks */
+            int64_t hstep = g->dh * g->W * g->C, wstep = g->dw * g->C;
+            for (int64_t tp = tp0, kh = kh0, kw = tp0 - kh0 * g->KW; tp < tp1; tp++) {
+                ind[(tp - tp0) * mr + r] = img + (ih0 * g->W + iw0) * g->C + kh * hstep + kw * wstep;
+                if (++kw == g->KW)
+                    kw = 0, kh++;
+            }
+            continue;
+        }
+        for (int64_t kh = kh0; kh < kh1; kh++) {
+            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+            bool row_ok = ih >= 0 && ih < g->H;
+            const float *row = row_ok ? img + ih * g->W * g->C : img;
+            int64_t kw0 = kh == kh0 ? tp0 - kh * g->KW : 0, kw1 = kh == kh1 - 1 ? tp1 - kh * g->KW : g->KW;
+            const float **dst = ind + (kh * g->KW - tp0) * mr + r;
+            for (int64_t kw = kw0, iw = iw0 + kw0 * g->dw; kw < kw1; kw++, iw += g->dw)
+                dst[kw * mr] = row_ok && iw >= 0 && iw < g->W ? row + iw * g->C : j->zero;
+        }
+    }
+}
+
+/* Taps [tp0, tp1) of tile t x Cout block cb: first (load_c false) and
+ * last (partial false) blocks of the tap split. */
+static void conv_tile(const ConvJob *j, int64_t t, int64_t cb, int64_t tp0, int64_t tp1,
+                      const float *const *ind, const char *pf, int64_t pf_bytes)
+{
+    const PConv *g = j->g;
+    int64_t col0 = cb * j->k.nr, nc = g->O - col0 < j->k.nr ? g->O - col0 : j->k.nr;
+    int64_t p0 = t * j->k.mr, mr = j->pixels - p0 < j->k.mr ? j->pixels - p0 : j->k.mr;
+    TcrtKernEpi e = {g->bias ? g->bias + col0 : NULL,
+                     g->res ? g->res + p0 * g->O + col0 : NULL,
+                     g->O,
+                     g->act,
+                     g->alpha,
+                     tp0 > 0,
+                     tp1 < j->taps,
+                     pf,
+                     pf_bytes};
+    const float *b = g->w + (col0 / TCRT_PACK_NR) * j->pstride + tp0 * g->C * TCRT_PACK_NR;
+    j->k.fn(mr, nc, tp1 - tp0, g->C, ind, b, j->pstride, g->y + p0 * g->O + col0, g->O, &e);
+}
+
+static int64_t tile_rows(const ConvJob *j, int64_t t)
+{
+    return j->pixels - t * j->k.mr < j->k.mr ? j->pixels - t * j->k.mr : j->k.mr;
+}
+
+/* Tile-major task (weights that fit L2): a chunk of tiles, each meeting
+ * every Cout block, so its pointers are built once. */
+static void conv_task_tiles(void *ctx, int64_t task, int tid)
+{
+    const ConvJob *j = ctx;
+    int64_t t0 = task * j->tiles_per_chunk, t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
+    const float **ind = j->ind + (int64_t)tid * j->k.mr * j->taps;
+    for (int64_t t = t0; t < t1; t++) {
+        conv_pointers(j, t * j->k.mr, tile_rows(j, t), 0, j->taps, ind);
+        for (int64_t cb = 0; cb < j->cblocks; cb++)
+            conv_tile(j, t, cb, 0, j->taps, ind, NULL, 0);
+    }
+}
+
+/* Cout-block-major task (large weights): one Cout block x a chunk of
+ * tiles, the taps in groups of tap_block so that the group's part of the
+ * block's panel (<= CONV_PANEL_BYTES) stays in L2 while the tiles sweep
+ * it (partial sums in C between groups); each tile prefetches its share of
+ * the next part (which would otherwise come from memory at the first
+ * tile's pace). */
+static void conv_task(void *ctx, int64_t task, int tid)
+{
+    const ConvJob *j = ctx;
+    int64_t cb = task / j->chunks, ch = task % j->chunks;
+    int64_t t0 = ch * j->tiles_per_chunk, t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
+    const float **ind = j->ind + (int64_t)tid * j->k.mr * j->taps;
+    int64_t all = div_up(j->g->O, TCRT_PACK_NR), panels = j->k.nr / TCRT_PACK_NR;
+    int64_t tap_bytes = j->g->C * TCRT_PACK_NR * (int64_t)sizeof(float);
+    for (int64_t tp0 = 0; tp0 < j->taps; tp0 += j->tap_block) {
+        int64_t tp1 = tp0 + j->tap_block < j->taps ? tp0 + j->tap_block : j->taps;
+        /* the next part: the next tap group of this block, or the first of the next block */
+        int64_t ncb = tp1 < j->taps ? cb : cb + 1, ntp0 = tp1 < j->taps ? tp1 : 0;
+        int64_t ntp1 = ntp0 + j->tap_block < j->taps ? ntp0 + j->tap_block : j->taps;
+        int64_t np = all - ncb * panels < panels ? all - ncb * panels : panels;
+        /* one panel's part per tile round (the panels' parts are pstride apart) */
+        int64_t part = np > 0 ? (ntp1 - ntp0) * tap_bytes : 0;
+        int64_t slice = div_up(div_up(part * (np > 0 ? np : 0), j->tiles), 64) * 64;
+        for (int64_t t = t0; t < t1; t++) {
+            conv_pointers(j, t * j->k.mr, tile_rows(j, t), tp0, tp1, ind);
+            /* bytes [off, off + slice) of the next part, in its panel q */
+            int64_t off = t * slice, q = part > 0 ? off / part : 0, in = part > 0 ? off % part : 0;
+            int64_t n = q < np ? (part - in < slice ? part - in : slice) : 0;
+            const char *pf = n > 0 ? (const char *)(j->g->w + (ncb * panels + q) * j->pstride) + ntp0 * tap_bytes + in
+                                   : NULL;
+            conv_tile(j, t, cb, tp0, tp1, ind, pf, n);
+        }
+    }
+}
+
+tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+{
+    PConv g;
+    if (n_out < 1 || !pconv_geom(in, n_in, out, p, &g) || !g.x || !g.w || !g.y || (n_in >= 3 && !g.bias) ||
+        (n_in == 4 && !g.res))
+        return tcrt_ref_conv2d(in, n_in, out, n_out, p);
+    size_t need = pconv_ws_bytes(&g);
+    if (n_out < 2 || !out[1].data ||
+        (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < need)
+        return tcrt_ref_conv2d(in, n_in, out, 1, p);
+    uint8_t *base = (uint8_t *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
+    float *zero = (float *)base;
+    memset(zero, 0, (size_t)g.C * sizeof(float));
+    ConvJob j;
+    j.g = &g;
+    j.k = pick_kernel(tcrt_kern_isa());
+    j.zero = zero;
+    j.ind = (const float **)(base + round16(g.C) * sizeof(float));
+    j.taps = g.KH * g.KW;
+    j.pstride = j.taps * g.C * TCRT_PACK_NR;
+    j.pixels = g.N * g.OH * g.OW;
+    j.tiles = div_up(j.pixels, j.k.mr);
+    j.cblocks = div_up(g.O, j.k.nr);
+    /* weights that fit L2: tile-major (pointers built once per tile) */
+    bool tile_major = j.cblocks > 1 && div_up(g.O, TCRT_PACK_NR) * j.pstride * (int64_t)sizeof(float) <= CONV_L2_WEIGHTS;
+    int64_t macs = j.k.mr * j.k.nr * j.taps * g.C;
+    j.chunks = tile_major ? chunk_count(j.tiles, 1, macs * j.cblocks, team())
+                          : chunk_count(j.tiles, j.cblocks, macs, team());
+    j.tiles_per_chunk = div_up(j.tiles, j.chunks);
+    j.chunks = div_up(j.tiles, j.tiles_per_chunk);
+    int64_t group = CONV_PANEL_BYTES / ((int64_t)sizeof(float) * j.k.nr * g.C);
+    j.tap_block = block_of(j.taps, group > 0 ? group : 1);
+    if (tile_major)
+        tcrt_parallel_tasks(j.chunks, conv_task_tiles, &j);
+    else
+        tcrt_parallel_tasks(j.cblocks * j.chunks, conv_task, &j);
+    return TCRT_OK;
+}
+
+/* ---- GEMM ---- */
+
+bool tcrt_kmm_applies(int64_t M, int64_t N, int64_t K)
+{
+    return M >= 8 && N >= 16 && K >= 8 && M * N * K >= (1 << 15) && tcrt_kern_isa() >= TCRT_ISA_AVX2;
+}
+
+/* Packed floats of B ([N/NR][K][NR]) and A ([M/MR][K][MR]) for the widest
+ * tile of any ISA, so that the size does not depend on the CPU. */
+static int64_t kmm_b_floats(int64_t N, int64_t K)
+{
+    return div_up(N, GEMM_NR_MAX) * GEMM_NR_MAX * K;
+}
+
+static int64_t kmm_a_floats(int64_t M, int64_t K)
+{
+    return div_up(M, TCRT_KERN_MAX_MR) * TCRT_KERN_MAX_MR * K;
+}
+
+size_t tcrt_kmm_workspace(int64_t M, int64_t N, int64_t K)
+{
+    if (M <= 0 || N <= 0 || K <= 0 || K > INT64_MAX / 64 / (div_up(N, GEMM_NR_MAX) * GEMM_NR_MAX) ||
+        K > INT64_MAX / 64 / (div_up(M, TCRT_KERN_MAX_MR) * TCRT_KERN_MAX_MR))
+        return 0;
+    return 128 + (size_t)(kmm_b_floats(N, K) + kmm_a_floats(M, K)) * sizeof(float);
+}
+
+typedef struct MMJob {
+    tcrt_gemm_fn fn;
+    int64_t mr, nr; /* the kernel's tile */
+    int isa;
+    int64_t M, N, K, kc, tiles, cblocks, a_tasks, tiles_per_a_task;
+    int64_t nb_blocks, chunks, tiles_per_chunk, k0, kc_cur; /* N block, tile chunks, current K block */
+    int64_t pack_cb0, pack_cbs, nb_cur;                            /* B column blocks packed by the current run */
+    const float *A, *B, *bias;
+    bool tb;
+    float *C, *bpack, *apack; /* bpack [N/nr][K][nr]; apack per K block [M/mr][kc][mr] */
+    int act;
+    float alpha;
+} MMJob;
+
+/* Packing for the current K block [k0, k0 + kc_cur): tasks [0, pack_cbs)
+ * pack B's column blocks pack_cb0 + q (columns [cb*nr, +nr), as [kc][nr]
+ * at row k0 of the block's [K][nr] panel, zero past N); when pack_a, the
+ * further tasks pack groups of A tiles as [kc][mr] (zero rows past M). */
+static void kmm_pack_task(void *ctx, int64_t q, int tid)
+{
+    const MMJob *j = ctx;
+    (void)tid;
+    int64_t K = j->K, nr = j->nr, mr = j->mr, k0 = j->k0, kc = j->kc_cur;
+    if (q < j->pack_cbs) {
+        int64_t cb = j->pack_cb0 + q;
+        float *dst = j->bpack + (cb * K + k0) * nr;
+        int64_t n0 = cb * nr, w = j->N - n0 < nr ? j->N - n0 : nr;
+        for (int64_t k = 0; k < kc; k++) {
+            if (!j->tb) /* a row of B: w contiguous floats */
+                memcpy(dst + k * nr, j->B + (k0 + k) * j->N + n0, (size_t)w * sizeof(float));
+            for (int64_t jj = w; jj < nr; jj++)
+                dst[k * nr + jj] = 0.0f;
+        }
+        if (j->tb) /* B^T: each column of the panel is a contiguous row */
+            for (int64_t jj = 0; jj < w; jj++) {
+                const float *src = j->B + (n0 + jj) * K + k0;
+                for (int64_t k = 0; k < kc; k++)
+                    dst[k * nr + jj] = src[k];
+            }
+        return;
+    }
+    int64_t t0 = (q - j->pack_cbs) * j->tiles_per_a_task, t1 = t0 + j->tiles_per_a_task;
+    t1 = t1 < j->tiles ? t1 : j->tiles;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t m0 = t * mr, rows = j->M - m0 < mr ? j->M - m0 : mr;
+        float *dst = j->apack + (k0 * j->tiles + t * kc) * mr;
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX512
+        if (rows == 6 && mr == 6 && j->isa == TCRT_ISA_AVX512) {
+            tcrt_pack_a6_avx512(j->A + m0 * K + k0, K, kc, dst);
+            continue;
+        }
+#endif
+        if (rows == 6 && mr == 6) { /* the common case: constant trip counts */
+            const float *s0 = j->A + m0 * K + k0;
+            for (int64_t k = 0; k < kc; k++, dst += 6)
+                for (int r = 0; r < 6; r++)
+                    dst[r] = s0[r * K + k];
+            continue;
+        }
+        for (int64_t k = 0; k < kc; k++)
+            for (int64_t r = 0; r < mr; r++)
+                dst[k * mr + r] = r < rows ? j->A[(m0 + r) * K + k0 + k] : 0.0f;
+    }
+}
+
+/* Task (N block nb, chunk ch of tiles) of the current K block, N block
+ * major: each tile's packed A (kc x mr, in L1) meets every B panel of the
+ * N block (kc x nr each, the block in L2). */
+static void kmm_task(void *ctx, int64_t task, int tid)
+{
+    const MMJob *j = ctx;
+    (void)tid;
+    int64_t nb = j->nb_cur, ch = task;
+    int64_t cb0 = nb * j->nb_blocks, cb1 = cb0 + j->nb_blocks < j->cblocks ? cb0 + j->nb_blocks : j->cblocks;
+    int64_t t0 = ch * j->tiles_per_chunk, t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
+    int64_t k0 = j->k0, kc = j->kc_cur;
+    TcrtKernEpi e = {NULL, NULL, 0, j->act, j->alpha, k0 > 0, k0 + kc < j->K, NULL, 0};
+    const float *a = j->apack + (k0 * j->tiles + t0 * kc) * j->mr;
+    for (int64_t t = t0; t < t1; t++, a += kc * j->mr) {
+        int64_t m0 = t * j->mr, mr = j->M - m0 < j->mr ? j->M - m0 : j->mr;
+        for (int64_t cb = cb0; cb < cb1; cb++) {
+            int64_t col0 = cb * j->nr, nc = j->N - col0 < j->nr ? j->N - col0 : j->nr;
+            e.bias = j->bias ? j->bias + col0 : NULL;
+            j->fn(mr, nc, kc, a, j->bpack + (cb * j->K + k0) * j->nr, j->C + m0 * j->N + col0, j->N, &e);
+        }
+    }
+}
+
+void tcrt_kmm_run(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool tb, float *C,
+                  const float *bias, int act, float alpha, void *ws)
+{
+    MMJob j;
+    int isa = tcrt_kern_isa();
+    j.fn = NULL, j.mr = TCRT_AVX2_MR, j.nr = TCRT_AVX2_NR, j.isa = isa;
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX2
+    j.fn = tcrt_gemm_avx2;
+#endif
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX512
+    if (isa == TCRT_ISA_AVX512)
+        j.fn = tcrt_gemm_avx512, j.mr = TCRT_AVX512_MR, j.nr = TCRT_AVX512_NR;
+#endif
+    if (!j.fn || isa < TCRT_ISA_AVX2)
+        return; /* tcrt_kmm_applies said no: callers do not get here */
+    j.M = M, j.N = N, j.K = K, j.A = A, j.B = B, j.tb = tb, j.C = C, j.bias = bias, j.act = act,
+    j.alpha = alpha;
+    j.bpack = (float *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
+    j.apack = j.bpack + kmm_b_floats(N, K);
+    j.tiles = div_up(M, j.mr);
+    j.cblocks = div_up(N, j.nr);
+    /* blocks (file comment): a tile's packed A (mr x kc) in L1, the N
+     * block's B panels (kc x nc) in L2 */
+    j.kc = block_of(K, GEMM_KC_MAX);
+    int64_t nbk = GEMM_NC_BYTES / ((int64_t)sizeof(float) * j.kc * j.nr);
+    j.nb_blocks = block_of(j.cblocks, nbk > 0 ? nbk : 1);
+    int64_t n_nb = div_up(j.cblocks, j.nb_blocks);
+    j.tiles_per_a_task = div_up(1 << 15, j.kc * j.mr);
+    j.a_tasks = div_up(j.tiles, j.tiles_per_a_task);
+    j.chunks = chunk_count(j.tiles, 1, j.mr * j.nr * j.kc * j.nb_blocks, team());
+    j.tiles_per_chunk = div_up(j.tiles, j.chunks);
+    j.chunks = div_up(j.tiles, j.tiles_per_chunk);
+    /* per K block, per N block: pack that block of B (and, with the first
+     * N block, the K block of A) right before its use, so the packed
+     * panels are still in L2 (and need no trip through memory) */
+    for (j.k0 = 0; j.k0 < K; j.k0 += j.kc_cur) {
+        j.kc_cur = K - j.k0 < j.kc ? K - j.k0 : j.kc;
+        for (j.nb_cur = 0; j.nb_cur < n_nb; j.nb_cur++) {
+            j.pack_cb0 = j.nb_cur * j.nb_blocks;
+            j.pack_cbs = j.cblocks - j.pack_cb0 < j.nb_blocks ? j.cblocks - j.pack_cb0 : j.nb_blocks;
+            tcrt_parallel_tasks(j.pack_cbs + (j.nb_cur == 0 ? j.a_tasks : 0), kmm_pack_task, &j);
+            tcrt_parallel_tasks(j.chunks, kmm_task, &j);
+        }
+    }
 }

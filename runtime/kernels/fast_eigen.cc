@@ -10,15 +10,15 @@
  *   not of the machine's caches, so the compiler and the executable compute
  *   the same workspace size.  C is first set to the bias (or 0), the GEMM
  *   accumulates, then the activation runs over the same tile.
- * Threads: we run our own OpenMP team (never Eigen's parallelize_gemm): the
- *   output is cut into one tile per thread (whole batch entries when there
+ * Threads: the runtime's pool (tcrt_pool.h; never Eigen's parallelize_gemm):
+ *   the output is cut into one tile per thread (whole batch entries when there
  *   are at least as many as threads, else row blocks, else column blocks),
- *   each thread with its own workspace slice; no thread shares a buffer, so
- *   no barriers.  One thread, or a tiny problem, runs with no parallel
- *   region at all (libgomp mallocs a team for every 1-thread region).  All
- *   regions use the same team size, tcrt_get_threads(), so libgomp reuses
- *   its team (tcrt_set_threads starts it).  Workspaces are sized for the
- *   largest per-thread slice over every team size 1..TCRT_MAX_THREADS.
+ *   run as nt = tcrt_get_threads() tasks handed out dynamically; a task's
+ *   tile comes from its task index, its workspace slice from the tid of the
+ *   thread running it (< nt), so no two running tasks share a buffer and
+ *   there are no barriers.  A tiny problem runs as one task on the caller.
+ *   Workspaces are sized for the largest per-thread slice over every team
+ *   size 1..TCRT_MAX_THREADS.
  * tcrt_fast_matmul: batch dims broadcast; M == 1 or N == 1 is a GEMV (dot
  *   or axpy form, Eigen vector maps) and needs no workspace; otherwise the
  *   workspace comes as out[1] (tcrt_fast_matmul_workspace bytes).
@@ -36,14 +36,14 @@
  * can use (it clamps to TCRT_MAX_THREADS), and the kernel checks it.
  */
 #include "tcrt_kernels.h"
+#include "fast_conv_int.h"
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+
+#include "tcrt_pool.h"
 
 namespace
 {
@@ -87,19 +87,20 @@ int team_size()
     return n < 1 ? 1 : (n > TCRT_MAX_THREADS ? TCRT_MAX_THREADS : n);
 }
 
-/* Runs f(thread id, team size) on a team of nth threads; no OpenMP region
- * for one thread. */
+/* Runs f(task, tid, nth) for every task in [0, nth) on the pool; nth is 1 or
+ * team_size(), so tid < nth: tiles are indexed by task, workspace slices by tid. */
 template <class F> void run_team(int nth, const F &f)
 {
-#ifdef _OPENMP
-    if (nth > 1) {
-#pragma omp parallel num_threads(nth)
-        f(omp_get_thread_num(), omp_get_num_threads());
-        return;
-    }
-#endif
-    (void)nth;
-    f(0, 1);
+    struct Call {
+        const F *f;
+        int nth;
+        static void run(void *c, int64_t task, int tid)
+        {
+            const Call *k = static_cast<const Call *>(c);
+            (*k->f)(task, tid, k->nth);
+        }
+    } call = {&f, nth};
+    tcrt_parallel_tasks(nth, &Call::run, &call);
 }
 
 inline float act(float v, int64_t a, float alpha)
@@ -341,9 +342,9 @@ void run_mm(const MM &mm, const Batches &bt, float *ws)
         bool row = mm.M == 1;
         int64_t L = row ? mm.N : mm.M;
         bool dot_form = row ? mm.tb : !mm.ta;
-        run_team(nth, [&](int tid, int nt) {
+        run_team(nth, [&](int64_t task, int, int nt) {
             int64_t chunk = round_up(div_up(L, nt), 16);
-            int64_t j0 = std::min(L, tid * chunk), j1 = std::min(L, j0 + chunk);
+            int64_t j0 = std::min(L, task * chunk), j1 = std::min(L, j0 + chunk);
             for (int64_t bi = 0; bi < bt.n && j0 < j1; bi++) {
                 const float *A, *B;
                 float *C;
@@ -354,10 +355,10 @@ void run_mm(const MM &mm, const Batches &bt, float *ws)
         });
         return;
     }
-    run_team(nth, [&](int tid, int nt) {
+    run_team(nth, [&](int64_t task, int tid, int nt) {
         MMPlan p = mm_plan(mm.M, mm.N, mm.K, bt.n, nt);
         float *mine = ws + tid * p.per_thread;
-        for (int64_t bi = p.split == MMPlan::BATCH ? tid : 0; bi < bt.n;
+        for (int64_t bi = p.split == MMPlan::BATCH ? task : 0; bi < bt.n;
              bi += p.split == MMPlan::BATCH ? nt : 1) {
             const float *A, *B;
             float *C;
@@ -365,11 +366,11 @@ void run_mm(const MM &mm, const Batches &bt, float *ws)
             if (p.split == MMPlan::BATCH)
                 mm_tile(mm, A, B, C, 0, mm.M, 0, mm.N, mine);
             else if (p.split == MMPlan::ROWS)
-                mm_tile(mm, A, B, C, std::min(mm.M, tid * p.chunk), std::min(mm.M, (tid + 1) * p.chunk), 0, mm.N,
-                        mine);
+                mm_tile(mm, A, B, C, std::min(mm.M, task * p.chunk), std::min(mm.M, (task + 1) * p.chunk), 0,
+                        mm.N, mine);
             else
-                mm_tile(mm, A, B, C, 0, mm.M, std::min(mm.N, tid * p.chunk), std::min(mm.N, (tid + 1) * p.chunk),
-                        mine);
+                mm_tile(mm, A, B, C, 0, mm.M, std::min(mm.N, task * p.chunk),
+                        std::min(mm.N, (task + 1) * p.chunk), mine);
         }
     });
 }
@@ -569,7 +570,11 @@ size_t tcrt_fast_matmul_workspace(const tcrt_tensor *in, int n_in, const tcrt_te
     MMShape s;
     if (mm_shape(in, n_in, out, p, &s) != 1)
         return 0;
-    return mm_ws_bytes(s.mm.M, s.mm.N, s.mm.K, s.n_batch);
+    size_t eigen = mm_ws_bytes(s.mm.M, s.mm.N, s.mm.K, s.n_batch);
+    /* the packed micro-kernel path (fast_conv.c) may run instead: room for either */
+    if (!s.mm.ta && !is_gemv(s.mm.M, s.mm.N))
+        return std::max(eigen, tcrt_kmm_workspace(s.mm.M, s.mm.N, s.mm.K));
+    return eigen;
 }
 
 tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
@@ -584,6 +589,20 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
         return tcrt_ref_matmul(in, n_in, out, n_out, p);
     if (tcrt_tensor_count(out) == 0)
         return TCRT_OK;
+    size_t kmm_need = tcrt_kmm_workspace(s.mm.M, s.mm.N, s.mm.K);
+    if (!s.mm.ta && kmm_need > 0 && tcrt_kmm_applies(s.mm.M, s.mm.N, s.mm.K) &&
+        given_ws(out, n_out) >= kmm_need) {
+        Batches bt = {&in[0], &in[1], out, (const float *)in[0].data, (const float *)in[1].data,
+                      (float *)out->data, s.n_batch};
+        for (int64_t bi = 0; bi < s.n_batch; bi++) {
+            const float *A, *B;
+            float *C;
+            entry(bt, s.mm, bi, &A, &B, &C);
+            tcrt_kmm_run(s.mm.M, s.mm.N, s.mm.K, A, B, s.mm.tb, C, s.mm.bias, (int)s.mm.act, s.mm.alpha,
+                         out[1].data);
+        }
+        return TCRT_OK;
+    }
     size_t need = mm_ws_bytes(s.mm.M, s.mm.N, s.mm.K, s.n_batch);
     if (need > 0 && given_ws(out, n_out) < need)
         return tcrt_ref_matmul(in, n_in, out, 1, p);
@@ -595,14 +614,44 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
 
 size_t tcrt_fast_conv2d_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
 {
-    ConvGeom g;
-    if (!conv_geom(in, n_in, out, p, &g))
+    if (p && p->i[TCRT_CONV_PACKED])
+        return tcrt_pconv_workspace(in, n_in, out, p); /* packed weights: fast_conv.c */
+    if (p && p->i[TCRT_CONV_DEPTHWISE])
+        return 0; /* depthwise: fast_pool.c, none */
+    ConvGeom g; /* a residual (n_in == 4) is added after the GEMM: same workspace */
+    if (!conv_geom(in, n_in == 4 ? 3 : n_in, out, p, &g))
         return 0;
     return conv_ws_bytes(g);
 }
 
 tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
+    if (p && p->i[TCRT_CONV_PACKED])
+        return tcrt_pconv_run(in, n_in, out, n_out, p); /* packed weights: fast_conv.c */
+    if (p && p->i[TCRT_CONV_DEPTHWISE])
+        return tcrt_fast_depthwise_conv2d(in, n_in, out, n_out, p); /* fast_pool.c */
+    if (n_in == 4) {
+        /* Residual with unpacked weights (the pack pass was disabled): the GEMM
+         * without activation, then y = act(y + residual) in one sweep.  A
+         * residual sharing the output's buffer would be overwritten first: the
+         * reference kernel takes that case. */
+        const tcrt_tensor *r = &in[3];
+        if (!p || n_out < 1 || r->dtype != TCRT_F32 || out->dtype != TCRT_F32 || !r->data ||
+            tcrt_tensor_count(r) != tcrt_tensor_count(out) || r->data == out->data)
+            return tcrt_ref_conv2d(in, n_in, out, n_out, p);
+        tcrt_params q = *p;
+        q.i[TCRT_CONV_ACT] = TCRT_ACT_NONE;
+        tcrt_status s = tcrt_fast_conv2d(in, 3, out, n_out, &q);
+        if (s != TCRT_OK)
+            return s;
+        float *y = (float *)out->data;
+        const float *res = (const float *)r->data;
+        int64_t n = tcrt_tensor_count(out), a = p->i[TCRT_CONV_ACT];
+        float alpha = (float)p->f[0];
+        for (int64_t i = 0; i < n; i++)
+            y[i] = act(y[i] + res[i], a, alpha);
+        return TCRT_OK;
+    }
     ConvGeom g;
     if (n_out < 1 || !conv_geom(in, n_in, out, p, &g))
         return tcrt_ref_conv2d(in, n_in, out, n_out, p);
@@ -614,9 +663,9 @@ tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
     if (g.depthwise) {
         int64_t rows = g.N * g.OH;
         int nth = rows * g.OW * g.O * g.KH * g.KW < kSerialWork ? 1 : team_size();
-        run_team(nth, [&](int tid, int nt) {
+        run_team(nth, [&](int64_t task, int, int nt) {
             int64_t chunk = div_up(rows, nt);
-            int64_t r0 = std::min(rows, tid * chunk), r1 = std::min(rows, r0 + chunk);
+            int64_t r0 = std::min(rows, task * chunk), r1 = std::min(rows, r0 + chunk);
             depthwise_rows(g, X, Wt, bias, Y, r0, r1, a, alpha);
         });
         return TCRT_OK;
@@ -634,12 +683,12 @@ tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
     }
     const int64_t K = mm.K;
     int nth = rows * g.O * K < kSerialWork ? 1 : team_size();
-    run_team(nth, [&](int tid, int nt) {
+    run_team(nth, [&](int64_t task, int tid, int nt) {
         ConvPlan c = conv_plan(g, nt);
         float *patch = ws + tid * c.per_thread;
         float *gws = patch + round_up(c.rb * K, kAlignFloats);
-        int64_t r_end = std::min(rows, (tid + 1) * c.chunk);
-        for (int64_t r0 = tid * c.chunk; r0 < r_end; r0 += c.rb) {
+        int64_t r_end = std::min(rows, (task + 1) * c.chunk);
+        for (int64_t r0 = task * c.chunk; r0 < r_end; r0 += c.rb) {
             int64_t nr = std::min(c.rb, r_end - r0);
             im2col(g, X, patch, r0, nr);
             MM blk = mm;

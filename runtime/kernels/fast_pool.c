@@ -1,3 +1,443 @@
-/* runtime/kernels/fast_pool.c - fast NHWC pooling and depthwise kernels
- * (placeholder: filled in by the kernel work). */
+/* runtime/kernels/fast_pool.c - fast NHWC max/average pooling and depthwise
+ * convolution, float32 (tcrt_kernels.h); everything else goes to the
+ * reference kernels (ref_pool.c, ref_conv.c), which define the semantics.
+ *
+ * Vectors: GCC/Clang vector extensions of VL = 8 floats (one ymm with the
+ * default -march=x86-64-v3, two xmm or NEON registers elsewhere), over the
+ * channel dimension, which is innermost in NHWC; a channel tail below VL runs
+ * the same arithmetic on scalars.  Loads and stores go through memcpy, so no
+ * alignment is assumed.
+ * Pooling: per output pixel, the window is clipped to the input once (taps in
+ *   the padding never count: max ignores them, the average divides by the
+ *   in-bounds count, and an empty window gives 0, as the reference); channels
+ *   in blocks of 4 vectors, then 1, then scalars.  Max keeps NaN as the
+ *   reference does (a NaN tap wins and stays).
+ * Depthwise (w [KH,KW,C,M], output channel c*M+m): for M = 1, per output row
+ *   and block of VL channels, the output pixels whose taps all lie inside the
+ *   input are done four at a time (each weight vector loaded once per tap for
+ *   four outputs), the border pixels one at a time with clipped taps; M > 1
+ *   accumulates tap by tap into the output row (channel c broadcast to its M
+ *   outputs).  y = act(sum + bias + residual), residual (in[3], output
+ *   shape) read element by element just before that element is written, so
+ *   the output may share the residual's buffer.
+ * Threads: output rows (n, oh) are cut into up to 4 x threads ranges handed
+ *   out by tcrt_parallel_tasks; a problem below kSerialWork multiply-adds is
+ *   one task.  No allocation, no workspace.
+ */
 #include "tcrt_kernels.h"
+#include "tcrt_pool.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#define VL 8
+typedef float vf __attribute__((vector_size(VL * sizeof(float))));
+typedef int32_t vi __attribute__((vector_size(VL * sizeof(float))));
+
+#define SERIAL_WORK (1 << 16) /* multiply-adds (or compares) below which one thread runs */
+
+static inline vf vload(const float *p)
+{
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void vstore(float *p, vf v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+static inline vf vsplat(float s)
+{
+    return (vf){s, s, s, s, s, s, s, s};
+}
+
+/* Lanes of a where m is set, else b. */
+static inline vf vblend(vi m, vf a, vf b)
+{
+    return (vf)(((vi)a & m) | ((vi)b & ~m));
+}
+
+static inline float act1(float v, int64_t a, float alpha)
+{
+    switch (a) {
+    case TCRT_ACT_RELU:
+        return v > 0 ? v : 0;
+    case TCRT_ACT_RELU6:
+        return v < 0 ? 0 : v > 6 ? 6 : v;
+    case TCRT_ACT_LEAKY:
+        return v < 0 ? v * alpha : v;
+    default:
+        return v;
+    }
+}
+
+/* act1 lane by lane (NaN handled the same way). */
+static inline vf actv(vf v, int64_t a, float alpha)
+{
+    vf z = vsplat(0);
+    switch (a) {
+    case TCRT_ACT_RELU:
+        return vblend(v > z, v, z);
+    case TCRT_ACT_RELU6: {
+        vf six = vsplat(6);
+        return vblend(v < z, z, vblend(v > six, six, v));
+    }
+    case TCRT_ACT_LEAKY:
+        return vblend(v < z, v * vsplat(alpha), v);
+    default:
+        return v;
+    }
+}
+
+/* Rows [r0, r1) of n_rows cut into tasks: ranges of about n_rows / n_tasks. */
+typedef struct Rows {
+    int64_t n_rows, per_task;
+} Rows;
+
+static int64_t row_tasks(Rows *r, int64_t n_rows, int64_t work)
+{
+    int64_t threads = tcrt_get_threads();
+    int64_t n = work < SERIAL_WORK || threads <= 1 ? 1 : 4 * threads;
+    if (n > n_rows)
+        n = n_rows;
+    r->n_rows = n_rows;
+    r->per_task = n > 0 ? (n_rows + n - 1) / n : 0;
+    return n > 0 ? (n_rows + r->per_task - 1) / r->per_task : 0;
+}
+
+/* ---- pooling ---- */
+
+typedef struct Pool {
+    const float *x;
+    float *y;
+    int64_t N, H, W, C, OH, OW, kh, kw, sh, sw, pt, pl;
+    bool is_max;
+    Rows rows;
+} Pool;
+
+/* One output pixel: taps rows [h0,h1) x cols [w0,w1) of image row base xb. */
+static void pool_pixel(const Pool *q, const float *xb, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
+                       float *y)
+{
+    const int64_t C = q->C, rs = q->W * C;
+    int64_t cnt = (h1 - h0) * (w1 - w0);
+    if (cnt <= 0) {
+        memset(y, 0, (size_t)C * sizeof(float));
+        return;
+    }
+    vf vinit = vsplat(q->is_max ? -INFINITY : 0.0f), vinv = vsplat(1.0f / (float)cnt);
+    int64_t c = 0;
+    for (; c + 4 * VL <= C; c += 4 * VL) {
+        vf a0 = vinit, a1 = vinit, a2 = vinit, a3 = vinit;
+        for (int64_t ih = h0; ih < h1; ih++)
+            for (int64_t iw = w0; iw < w1; iw++) {
+                const float *p = xb + ih * rs + iw * C + c;
+                vf v0 = vload(p), v1 = vload(p + VL), v2 = vload(p + 2 * VL), v3 = vload(p + 3 * VL);
+                if (q->is_max) {
+                    a0 = vblend((v0 > a0) | (v0 != v0), v0, a0);
+                    a1 = vblend((v1 > a1) | (v1 != v1), v1, a1);
+                    a2 = vblend((v2 > a2) | (v2 != v2), v2, a2);
+                    a3 = vblend((v3 > a3) | (v3 != v3), v3, a3);
+                } else {
+                    a0 += v0, a1 += v1, a2 += v2, a3 += v3;
+                }
+            }
+        if (!q->is_max)
+            a0 *= vinv, a1 *= vinv, a2 *= vinv, a3 *= vinv;
+        vstore(y + c, a0);
+        vstore(y + c + VL, a1);
+        vstore(y + c + 2 * VL, a2);
+        vstore(y + c + 3 * VL, a3);
+    }
+    for (; c + VL <= C; c += VL) {
+        vf a = vinit;
+        for (int64_t ih = h0; ih < h1; ih++)
+            for (int64_t iw = w0; iw < w1; iw++) {
+                vf v = vload(xb + ih * rs + iw * C + c);
+                a = q->is_max ? vblend((v > a) | (v != v), v, a) : a + v;
+            }
+        vstore(y + c, q->is_max ? a : a * vinv);
+    }
+    for (; c < C; c++) {
+        float a = q->is_max ? -INFINITY : 0.0f;
+        for (int64_t ih = h0; ih < h1; ih++)
+            for (int64_t iw = w0; iw < w1; iw++) {
+                float v = xb[ih * rs + iw * C + c];
+                if (!q->is_max)
+                    a += v;
+                else if (v > a || v != v)
+                    a = v;
+            }
+        y[c] = q->is_max ? a : a / (float)cnt;
+    }
+}
+
+static void pool_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    const Pool *q = ctx;
+    int64_t r0 = task * q->rows.per_task, r1 = r0 + q->rows.per_task;
+    if (r1 > q->rows.n_rows)
+        r1 = q->rows.n_rows;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / q->OH, oh = r % q->OH;
+        int64_t h0 = oh * q->sh - q->pt, h1 = h0 + q->kh;
+        h0 = h0 < 0 ? 0 : h0;
+        h1 = h1 > q->H ? q->H : h1;
+        const float *xb = q->x + n * q->H * q->W * q->C;
+        float *yr = q->y + r * q->OW * q->C;
+        for (int64_t ow = 0; ow < q->OW; ow++) {
+            int64_t w0 = ow * q->sw - q->pl, w1 = w0 + q->kw;
+            w0 = w0 < 0 ? 0 : w0;
+            w1 = w1 > q->W ? q->W : w1;
+            pool_pixel(q, xb, h0, h1 < h0 ? h0 : h1, w0, w1 < w0 ? w0 : w1, yr + ow * q->C);
+        }
+    }
+}
+
+static tcrt_status fast_pool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                             const tcrt_params *p, bool is_max)
+{
+    tcrt_status (*ref)(const tcrt_tensor *, int, tcrt_tensor *, int, const tcrt_params *) =
+        is_max ? tcrt_ref_maxpool : tcrt_ref_avgpool;
+    if (!in || !out || !p || n_in != 1 || n_out < 1)
+        return ref(in, n_in, out, n_out, p);
+    const tcrt_tensor *x = &in[0];
+    if (x->dtype != TCRT_F32 || out->dtype != TCRT_F32 || x->rank != 4 || out->rank != 4 || !x->data ||
+        !out->data)
+        return ref(in, n_in, out, n_out, p);
+    Pool q = {.x = (const float *)x->data, .y = (float *)out->data, .is_max = is_max};
+    q.N = x->dims[0], q.H = x->dims[1], q.W = x->dims[2], q.C = x->dims[3];
+    q.OH = out->dims[1], q.OW = out->dims[2];
+    q.kh = p->i[TCRT_POOL_KH], q.kw = p->i[TCRT_POOL_KW], q.sh = p->i[TCRT_POOL_SH],
+    q.sw = p->i[TCRT_POOL_SW];
+    q.pt = p->i[TCRT_POOL_PT], q.pl = p->i[TCRT_POOL_PL];
+    if (q.kh < 1 || q.kw < 1 || q.sh < 1 || q.sw < 1 || q.pt < 0 || q.pl < 0 || out->dims[0] != q.N ||
+        out->dims[3] != q.C || tcrt_tensor_count(x) < 0 || tcrt_tensor_count(out) < 0)
+        return ref(in, n_in, out, n_out, p);
+    int64_t n_out_el = tcrt_tensor_count(out);
+    if (n_out_el == 0)
+        return TCRT_OK;
+    int64_t n_tasks = row_tasks(&q.rows, q.N * q.OH, n_out_el * q.kh * q.kw);
+    tcrt_parallel_tasks(n_tasks, pool_task, &q);
+    return TCRT_OK;
+}
+
+tcrt_status tcrt_fast_maxpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                              const tcrt_params *p)
+{
+    return fast_pool(in, n_in, out, n_out, p, true);
+}
+
+tcrt_status tcrt_fast_avgpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                              const tcrt_params *p)
+{
+    return fast_pool(in, n_in, out, n_out, p, false);
+}
+
+/* ---- depthwise convolution ---- */
+
+typedef struct Dw {
+    const float *x, *w, *bias, *res; /* bias, res: NULL when absent */
+    float *y;
+    int64_t N, H, W, C, M, O, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl;
+    int64_t act;
+    float alpha;
+    int64_t ow_in0, ow_in1; /* output columns whose taps all lie inside the input */
+    Rows rows;
+} Dw;
+
+/* Finishes VL channels of one output: + bias (in acc) + residual, act, store. */
+static inline void dw_store(const Dw *d, vf acc, int64_t off)
+{
+    if (d->res)
+        acc += vload(d->res + off);
+    vstore(d->y + off, actv(acc, d->act, d->alpha));
+}
+
+/* M == 1, output row (n, oh) whose valid taps are kh in [k0, k1). */
+static void dw_row_m1(const Dw *d, int64_t n, int64_t oh, int64_t k0, int64_t k1)
+{
+    const int64_t C = d->C, KW = d->KW;
+    const float *xn = d->x + n * d->H * d->W * C;
+    const int64_t ybase = ((n * d->OH + oh) * d->OW) * C;
+    int64_t c = 0;
+    for (; c + VL <= C; c += VL) {
+        vf b = d->bias ? vload(d->bias + c) : vsplat(0);
+        int64_t ow = 0;
+        while (ow < d->OW) {
+            if (ow >= d->ow_in0 && ow + 4 <= d->ow_in1) {
+                vf a0 = b, a1 = b, a2 = b, a3 = b;
+                const int64_t xs = d->sw * C;
+                for (int64_t kh = k0; kh < k1; kh++) {
+                    int64_t ih = oh * d->sh - d->pt + kh * d->dh;
+                    const float *xr = xn + ih * d->W * C + c;
+                    const float *wr = d->w + kh * KW * C + c;
+                    for (int64_t kw = 0; kw < KW; kw++) {
+                        vf wv = vload(wr + kw * C);
+                        const float *xp = xr + (ow * d->sw - d->pl + kw * d->dw) * C;
+                        a0 += vload(xp) * wv;
+                        a1 += vload(xp + xs) * wv;
+                        a2 += vload(xp + 2 * xs) * wv;
+                        a3 += vload(xp + 3 * xs) * wv;
+                    }
+                }
+                int64_t off = ybase + ow * C + c;
+                dw_store(d, a0, off);
+                dw_store(d, a1, off + C);
+                dw_store(d, a2, off + 2 * C);
+                dw_store(d, a3, off + 3 * C);
+                ow += 4;
+                continue;
+            }
+            vf a = b;
+            for (int64_t kh = k0; kh < k1; kh++) {
+                int64_t ih = oh * d->sh - d->pt + kh * d->dh;
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    int64_t iw = ow * d->sw - d->pl + kw * d->dw;
+                    if (iw < 0 || iw >= d->W)
+                        continue;
+                    a += vload(xn + (ih * d->W + iw) * C + c) * vload(d->w + (kh * KW + kw) * C + c);
+                }
+            }
+            dw_store(d, a, ybase + ow * C + c);
+            ow++;
+        }
+    }
+    for (; c < C; c++)
+        for (int64_t ow = 0; ow < d->OW; ow++) {
+            float a = d->bias ? d->bias[c] : 0.0f;
+            for (int64_t kh = k0; kh < k1; kh++) {
+                int64_t ih = oh * d->sh - d->pt + kh * d->dh;
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    int64_t iw = ow * d->sw - d->pl + kw * d->dw;
+                    if (iw >= 0 && iw < d->W)
+                        a += xn[(ih * d->W + iw) * C + c] * d->w[(kh * KW + kw) * C + c];
+                }
+            }
+            int64_t off = ybase + ow * C + c;
+            if (d->res)
+                a += d->res[off];
+            d->y[off] = act1(a, d->act, d->alpha);
+        }
+}
+
+/* M > 1: each output pixel accumulated in place in y, tap by tap. */
+static void dw_row_mn(const Dw *d, int64_t n, int64_t oh, int64_t k0, int64_t k1)
+{
+    const int64_t C = d->C, M = d->M, O = d->O, KW = d->KW;
+    const float *xn = d->x + n * d->H * d->W * C;
+    for (int64_t ow = 0; ow < d->OW; ow++) {
+        int64_t off = ((n * d->OH + oh) * d->OW + ow) * O;
+        float *y = d->y + off;
+        float r[VL];
+        for (int64_t o0 = 0; o0 < O; o0 += VL) {
+            /* residual first: y may share its buffer */
+            int64_t nb = O - o0 < VL ? O - o0 : VL;
+            for (int64_t j = 0; j < nb; j++)
+                r[j] = (d->bias ? d->bias[o0 + j] : 0.0f) + (d->res ? d->res[off + o0 + j] : 0.0f);
+            memcpy(y + o0, r, (size_t)nb * sizeof(float));
+        }
+        for (int64_t kh = k0; kh < k1; kh++) {
+            int64_t ih = oh * d->sh - d->pt + kh * d->dh;
+            for (int64_t kw = 0; kw < KW; kw++) {
+                int64_t iw = ow * d->sw - d->pl + kw * d->dw;
+                if (iw < 0 || iw >= d->W)
+                    continue;
+                const float *xp = xn + (ih * d->W + iw) * C;
+                const float *wp = d->w + (kh * KW + kw) * O;
+                for (int64_t c = 0; c < C; c++) {
+                    float xv = xp[c];
+                    for (int64_t m = 0; m < M; m++)
+                        y[c * M + m] += xv * wp[c * M + m];
+                }
+            }
+        }
+        int64_t o = 0;
+        for (; o + VL <= O; o += VL)
+            vstore(y + o, actv(vload(y + o), d->act, d->alpha));
+        for (; o < O; o++)
+            y[o] = act1(y[o], d->act, d->alpha);
+    }
+}
+
+static void dw_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    const Dw *d = ctx;
+    int64_t r0 = task * d->rows.per_task, r1 = r0 + d->rows.per_task;
+    if (r1 > d->rows.n_rows)
+        r1 = d->rows.n_rows;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / d->OH, oh = r % d->OH;
+        /* valid kh: 0 <= oh*sh - pt + kh*dh < H */
+        int64_t base = oh * d->sh - d->pt, k0 = 0, k1 = d->KH;
+        while (k0 < k1 && base + k0 * d->dh < 0)
+            k0++;
+        while (k1 > k0 && base + (k1 - 1) * d->dh >= d->H)
+            k1--;
+        if (d->M == 1)
+            dw_row_m1(d, n, oh, k0, k1);
+        else
+            dw_row_mn(d, n, oh, k0, k1);
+    }
+}
+
+static bool is_f32(const tcrt_tensor *t)
+{
+    return t->dtype == TCRT_F32 && t->data && tcrt_tensor_count(t) >= 0;
+}
+
+tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                       const tcrt_params *p)
+{
+    if (!in || !out || !p || n_in < 2 || n_in > 4 || n_out < 1 || !p->i[TCRT_CONV_DEPTHWISE] ||
+        p->i[TCRT_CONV_PACKED])
+        return tcrt_ref_conv2d(in, n_in, out, n_out, p);
+    const tcrt_tensor *x = &in[0], *w = &in[1];
+    bool ok = x->rank == 4 && w->rank == 4 && out->rank == 4 && is_f32(x) && is_f32(w) && is_f32(out);
+    for (int k = 2; k < n_in && ok; k++)
+        ok = is_f32(&in[k]);
+    if (!ok)
+        return tcrt_ref_conv2d(in, n_in, out, n_out, p);
+    Dw d = {.x = (const float *)x->data, .w = (const float *)w->data, .y = (float *)out->data};
+    d.bias = n_in >= 3 ? (const float *)in[2].data : NULL;
+    d.res = n_in == 4 ? (const float *)in[3].data : NULL;
+    d.N = x->dims[0], d.H = x->dims[1], d.W = x->dims[2], d.C = x->dims[3];
+    d.M = w->dims[3], d.O = out->dims[3], d.OH = out->dims[1], d.OW = out->dims[2];
+    d.KH = w->dims[0], d.KW = w->dims[1];
+    d.sh = p->i[TCRT_CONV_SH], d.sw = p->i[TCRT_CONV_SW], d.dh = p->i[TCRT_CONV_DH],
+    d.dw = p->i[TCRT_CONV_DW];
+    d.pt = p->i[TCRT_CONV_PT], d.pl = p->i[TCRT_CONV_PL];
+    d.act = p->i[TCRT_CONV_ACT], d.alpha = (float)p->f[0];
+    ok = d.sh >= 1 && d.sw >= 1 && d.dh >= 1 && d.dw >= 1 && d.pt >= 0 && d.pl >= 0 &&
+         p->i[TCRT_CONV_PB] >= 0 && p->i[TCRT_CONV_PR] >= 0 && d.act >= TCRT_ACT_NONE &&
+         d.act <= TCRT_ACT_LEAKY && out->dims[0] == d.N && w->dims[2] == d.C && d.M >= 1 &&
+         d.O == d.C * d.M && d.KH >= 1 && d.KW >= 1;
+    if (ok && n_in >= 3)
+        ok = tcrt_tensor_count(&in[2]) == d.O;
+    if (ok && n_in == 4) {
+        ok = in[3].rank == 4;
+        for (int k = 0; k < 4 && ok; k++)
+            ok = in[3].dims[k] == out->dims[k];
+    }
+    if (!ok)
+        return tcrt_ref_conv2d(in, n_in, out, n_out, p);
+    int64_t n_y = tcrt_tensor_count(out);
+    if (n_y == 0 || tcrt_tensor_count(x) == 0)
+        return n_y == 0 ? TCRT_OK : tcrt_ref_conv2d(in, n_in, out, n_out, p);
+    /* ow with every tap inside: ow*sw - pl >= 0 and ow*sw - pl + (KW-1)*dw <= W-1 */
+    int64_t span = (d.KW - 1) * d.dw;
+    d.ow_in0 = (d.pl + d.sw - 1) / d.sw;
+    d.ow_in1 = d.W - 1 - span + d.pl < 0 ? 0 : (d.W - 1 - span + d.pl) / d.sw + 1;
+    if (d.ow_in1 > d.OW)
+        d.ow_in1 = d.OW;
+    if (d.ow_in1 < d.ow_in0)
+        d.ow_in1 = d.ow_in0;
+    int64_t n_tasks = row_tasks(&d.rows, d.N * d.OH, n_y * d.KH * d.KW);
+    tcrt_parallel_tasks(n_tasks, dw_task, &d);
+    return TCRT_OK;
+}

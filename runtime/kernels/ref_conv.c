@@ -5,7 +5,12 @@
  * tap kh: ih = oh*SH - PT + kh*DH; taps outside [0,H) read zero (padding).
  * Grouped convolution when C = G*CI (output channel o uses input channels
  * of group o / (O/G)).  Depthwise (TCRT_CONV_DEPTHWISE): w [KH,KW,C,M],
- * output channel c*M+m = sum x[..,c] * w[..,c,m].  y = act(conv + bias).
+ * output channel c*M+m = sum x[..,c] * w[..,c,m].  Optional in[3] residual
+ * (output shape, needs the bias): y = act(conv + bias + residual).
+ * Packed weights (TCRT_CONV_PACKED, non-depthwise, ungrouped): w is
+ * [ceil(O/16),KH,KW,CI,16] from tcrt_pack_conv_weights and TCRT_CONV_COUT
+ * is O; HWIO element (kh,kw,ci,o) is read at
+ * (((o/16*KH + kh)*KW + kw)*CI + ci)*16 + o%16.
  *
  * conv2d_transpose (TF Conv2DBackpropInput): in[0] dy [N,OH,OW,Cdy], in[1]
  * w [KH,KW,Cr,Cdy], out [N,H,W,Cr] given; params are the forward conv's.
@@ -46,6 +51,7 @@ static bool conv_params(const tcrt_params *p, ConvP *c)
     do {                                                                                                     \
         const T *X = (const T *)x->data, *Wt = (const T *)w->data;                                           \
         const T *B = bias ? (const T *)bias->data : NULL;                                                    \
+        const T *R = res ? (const T *)res->data : NULL;                                                      \
         T *Y = (T *)out->data;                                                                               \
         for (int64_t n = 0; n < N; n++)                                                                      \
             for (int64_t oh = 0; oh < OH; oh++)                                                              \
@@ -62,7 +68,12 @@ static bool conv_params(const tcrt_params *p, ConvP *c)
                                     continue;                                                                \
                                 const T *xp = X + ((n * H + ih) * W + iw) * C;                               \
                                 const T *wp = Wt + (kh * KW + kw) * WI * WO;                                 \
-                                if (c.depthwise) {                                                           \
+                                if (packed) {                                                                \
+                                    const T *pp = Wt + (((o / TCRT_PACK_NR) * KH + kh) * KW + kw) * WI *     \
+                                                           TCRT_PACK_NR + o % TCRT_PACK_NR;                  \
+                                    for (int64_t ci = 0; ci < WI; ci++)                                      \
+                                        acc += (double)xp[ci] * (double)pp[ci * TCRT_PACK_NR];               \
+                                } else if (c.depthwise) {                                                    \
                                     int64_t ch = o / M, m = o % M;                                           \
                                     acc += (double)xp[ch] * (double)wp[ch * M + m];                          \
                                 } else {                                                                     \
@@ -74,24 +85,39 @@ static bool conv_params(const tcrt_params *p, ConvP *c)
                         }                                                                                    \
                         if (B)                                                                               \
                             acc += B[o];                                                                     \
-                        Y[((n * OH + oh) * OW + ow) * O + o] = (T)k_act(acc, c.act, c.alpha);                \
+                        int64_t yi = ((n * OH + oh) * OW + ow) * O + o;                                      \
+                        if (R)                                                                               \
+                            acc += R[yi];                                                                    \
+                        Y[yi] = (T)k_act(acc, c.act, c.alpha);                                               \
                     }                                                                                        \
     } while (0)
 
 tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
                             const tcrt_params *p)
 {
-    KCHECK(in && out && p && n_out >= 1 && (n_in == 2 || n_in == 3));
-    const tcrt_tensor *x = &in[0], *w = &in[1], *bias = n_in == 3 ? &in[2] : NULL;
+    KCHECK(in && out && p && n_out >= 1 && n_in >= 2 && n_in <= 4);
+    const tcrt_tensor *x = &in[0], *w = &in[1], *bias = n_in >= 3 ? &in[2] : NULL;
+    const tcrt_tensor *res = n_in == 4 ? &in[3] : NULL;
     ConvP c;
     KCHECK(conv_params(p, &c));
-    KCHECK(k_valid(x) && k_valid(w) && k_valid(out) && x->rank == 4 && w->rank == 4 && out->rank == 4);
+    bool packed = p->i[TCRT_CONV_PACKED] != 0;
+    KCHECK(k_valid(x) && k_valid(w) && k_valid(out) && x->rank == 4 && w->rank == (packed ? 5 : 4) &&
+           out->rank == 4);
     KCHECK(x->dtype == out->dtype && w->dtype == out->dtype && k_is_float(out->dtype));
     int64_t N = x->dims[0], H = x->dims[1], W = x->dims[2], C = x->dims[3];
     int64_t KH = w->dims[0], KW = w->dims[1], WI = w->dims[2], WO = w->dims[3];
+    if (packed) {
+        int64_t co = p->i[TCRT_CONV_COUT];
+        KCHECK(!c.depthwise && co > 0 && w->dims[4] == TCRT_PACK_NR &&
+               w->dims[0] == (co + TCRT_PACK_NR - 1) / TCRT_PACK_NR && w->dims[3] == C);
+        KH = w->dims[1], KW = w->dims[2], WI = w->dims[3], WO = co;
+    }
     int64_t OH = out->dims[1], OW = out->dims[2], O = out->dims[3];
     int64_t M = 1, G = 1;
     KCHECK(out->dims[0] == N);
+    if (res)
+        KCHECK(bias && k_valid(res) && res->dtype == out->dtype && res->rank == 4 &&
+               res->dims[0] == N && res->dims[1] == OH && res->dims[2] == OW && res->dims[3] == O);
     if (c.depthwise) {
         KCHECK(WI == C && O == C * WO);
         M = WO;

@@ -400,7 +400,7 @@ START_TEST(test_generated_set_arg)
     path(log, sizeof log, keep, "user.log");
     snprintf(cmd, sizeof cmd,
              "cd '%s' && cc -std=c11 -I'%s' user.c tiny.o tiny_weights.o -o user -L'%s' "
-             "-ltcrt_fast -ltcrt -lstdc++ -fopenmp -lm > user.log 2>&1",
+             "-ltcrt_fast -ltcrt -lstdc++ -pthread -lm > user.log 2>&1",
              keep, TFCC_RUNTIME_INCLUDE, TFCC_RUNTIME_LIBDIR);
     ck_assert_msg(system(cmd) == 0, "compiling user.c failed (see %s)", log);
     char uexe[1100], out[1100];

@@ -4,11 +4,11 @@
  * free, posix_memalign, aligned_alloc, memalign, valloc and pvalloc itself
  * (forwarding to glibc's __libc_* entry points), so every allocation in the
  * process goes through them - ours, Eigen's, libstdc++'s operator new and
- * libgomp's (a shared library), in every thread; `-Wl,--wrap` would only
+ * glibc's (shared libraries), in every thread; `-Wl,--wrap` would only
  * see the calls made from objects linked statically into the test.  While
  * `counting` is set, each call increments an atomic counter.
  * Each case: set the thread count (1, then 2: tcrt_set_threads starts the
- * team), get the workspace size the kernel reports, give exactly that many
+ * thread pool), get the workspace size the kernel reports, give exactly that many
  * bytes (deliberately misaligned by 4 bytes), call once to warm up, then
  * count allocations over three more calls (must be 0) and compare the result
  * with the reference kernel: |fast - ref| <= 1e-4 * (1 + |ref|).

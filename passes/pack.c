@@ -1,0 +1,132 @@
+/* passes/pack.c - compile-time packing of convolution weights.
+ * requires: topo order, shapes   preserves: shapes, feeds, fetches   invalidates: memory plan
+ *
+ * Every f32 non-depthwise CONV2D whose weight input is a CONST in HWIO
+ * layout [KH,KW,Cin,Cout] gets a new CONST weight packed by the runtime's
+ * tcrt_pack_conv_weights (the layout the fast kernel reads:
+ * [ceil(Cout/16), KH, KW, Cin, 16], output channels past Cout zero) and
+ * p.i[TCRT_CONV_PACKED] = 1, p.i[TCRT_CONV_COUT] = Cout.  The node is
+ * rebuilt through ir_emit (shape rule rechecked, origin kept) and its uses
+ * redirected; a weight shared by several convolutions is packed once; an
+ * old weight left without uses is dropped.
+ * Invariants: the packed data is exactly tcrt_pack_conv_weights' output, so
+ * the reference kernel's packed index mapping (ref_conv.c) reads the same
+ * values as the HWIO original.
+ */
+#include "passes/passes.h"
+
+#include <string.h>
+
+typedef struct Packed {
+    IrNode *from; /* the HWIO weight CONST */
+    IrValue to;   /* its packed CONST */
+} Packed;
+
+static bool is_fetched(const IrGraph *g, const IrNode *n)
+{
+    for (int i = 0; i < g->n_fetches; i++)
+        if (g->fetches[i].value.node == n)
+            return true;
+    return false;
+}
+
+static bool can_pack(const IrNode *n)
+{
+    if (n->op != OP_CONV2D || n->n_inputs < 2 || n->out[0].type.dtype != TCRT_F32 ||
+        n->p.i[TCRT_CONV_PACKED] || n->p.i[TCRT_CONV_DEPTHWISE])
+        return false;
+    IrValue w = n->inputs[1];
+    const IrType *wt = ir_value_type(w);
+    const IrType *xt = ir_value_type(n->inputs[0]);
+    return w.node->op == OP_CONST && w.node->data && wt->dtype == TCRT_F32 && wt->shape.rank == 4 &&
+           xt->shape.rank == 4 && wt->shape.dims[2] == xt->shape.dims[3] && ir_shape_count(&wt->shape) > 0;
+}
+
+/* A CONST holding w packed (made once per weight node). */
+static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, Packed *cache, int *n_cache)
+{
+    for (int i = 0; i < *n_cache; i++)
+        if (cache[i].from == w)
+            return cache[i].to;
+    const IrShape *s = &w->out[0].type.shape;
+    int64_t kh = s->dims[0], kw = s->dims[1], cin = s->dims[2], cout = s->dims[3];
+    int64_t floats = tcrt_conv_packed_floats(kh, kw, cin, cout);
+    IrValue none = {NULL, 0};
+    if (floats <= 0 || (uint64_t)floats > SIZE_MAX / sizeof(float))
+        return none;
+    float *buf = arena_alloc_align(&cx->scratch, (size_t)floats * sizeof(float), 64);
+    if (!buf) {
+        st_errorf(cx->st, ST_NOMEM, "pack: out of memory");
+        return none;
+    }
+    tcrt_pack_conv_weights(w->data, kh, kw, cin, cout, buf);
+    int64_t dims[5] = {(cout + TCRT_PACK_NR - 1) / TCRT_PACK_NR, kh, kw, cin, TCRT_PACK_NR};
+    IrShape ps = ir_shape_make(5, dims);
+    const char *o = g->cur_origin, *oo = g->cur_origin_op;
+    g->cur_origin = w->origin;
+    g->cur_origin_op = w->origin_op;
+    IrValue v = ir_const(g, TCRT_F32, &ps, buf, cx->st);
+    g->cur_origin = o;
+    g->cur_origin_op = oo;
+    if (v.node) {
+        cache[*n_cache].from = w;
+        cache[*n_cache].to = v;
+        (*n_cache)++;
+    }
+    return v;
+}
+
+PassResult pass_pack(IrGraph *g, PassCtx *cx)
+{
+    int n_convs = 0;
+    IR_FOR_EACH(g, n) {
+        n_convs += can_pack(n);
+    }
+    if (n_convs == 0)
+        return PASS_SAME;
+    Packed *cache = arena_alloc(&cx->scratch, sizeof(Packed) * (size_t)n_convs);
+    if (!cache) {
+        st_errorf(cx->st, ST_NOMEM, "pack: out of memory");
+        return PASS_FAILED;
+    }
+    int n_cache = 0, n_nodes = g->n_nodes;
+    bool changed = false, fold = g->fold_on_build;
+    g->fold_on_build = false;
+    for (int i = 0; i < n_nodes && st_ok(cx->st); i++) {
+        IrNode *n = g->nodes[i];
+        if (n->dead || !can_pack(n))
+            continue;
+        IrNode *w = n->inputs[1].node;
+        IrValue pw = packed_weight(g, cx, w, cache, &n_cache);
+        if (!pw.node)
+            continue;
+        IrValue in[4];
+        memcpy(in, n->inputs, sizeof(IrValue) * (size_t)n->n_inputs);
+        in[1] = pw;
+        IrParams p = n->p;
+        p.i[TCRT_CONV_PACKED] = 1;
+        p.i[TCRT_CONV_COUT] = w->out[0].type.shape.dims[3];
+        const char *o = g->cur_origin, *oo = g->cur_origin_op;
+        g->cur_origin = n->origin;
+        g->cur_origin_op = n->origin_op;
+        IrNode *c = ir_emit(g, OP_CONV2D, in, n->n_inputs, &p, NULL, cx->st);
+        g->cur_origin = o;
+        g->cur_origin_op = oo;
+        if (!c)
+            break;
+        c->device = n->device;
+        c->ctrl = n->ctrl;
+        c->n_ctrl = n->n_ctrl;
+        ir_replace_uses(g, (IrValue){n, 0}, (IrValue){c, 0});
+        n->dead = true;
+        if (ir_use_count(g, w) == 0 && !is_fetched(g, w))
+            w->dead = true;
+        changed = true;
+    }
+    g->fold_on_build = fold;
+    if (!st_ok(cx->st))
+        return PASS_FAILED;
+    if (changed)
+        ir_graph_compact(g);
+    return changed ? PASS_CHANGED : PASS_SAME;
+}

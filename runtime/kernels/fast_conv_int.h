@@ -1,0 +1,118 @@
+/* fast_conv_int.h - internal interface of the packed-weight GEMM/convolution
+ * kernels (fast_conv.c and its per-ISA micro-kernels fast_conv_avx2.c,
+ * fast_conv_avx512.c); not installed, not part of the runtime's public API.
+ *
+ * One micro-kernel computes C[mr x nc] = epilogue(sum over taps t, k < kc of
+ * A[t][r][k] * B[t*kc + k][0..nc)) with A given as row POINTERS (indirect
+ * GEMM): ind[t*mr_max + r] is row r's vector for tap t (a conv input pixel's
+ * Cin vector, or a shared zero vector when the tap falls into padding; a
+ * matmul row with one tap).  B is 16-wide packed panels ([taps*kc][16] each,
+ * panel j+1 pstride floats after panel j), the layout of
+ * tcrt_pack_conv_weights.  The accumulators stay in registers over all taps
+ * and kc; the epilogue (bias, residual, activation) runs at the one store.
+ * A GEMM split along K calls the kernel once per K block on the same tile
+ * with load_c (all but the first) and partial (all but the last).
+ * Rows r >= mr must still hold readable pointers (the driver repeats a valid
+ * row); columns >= nc are computed from the zero padding of the panel and
+ * never stored.  A kernel reads panel 1 only when nc > 16.
+ */
+#ifndef TCRT_FAST_CONV_INT_H
+#define TCRT_FAST_CONV_INT_H
+
+#include "tcrt_kernels.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Instruction sets of the micro-kernels, in increasing order (macros: the
+ * build's cap TCRT_ISA_MAX is compared with them in #if). */
+#define TCRT_ISA_PORTABLE 0
+#define TCRT_ISA_AVX2 1
+#define TCRT_ISA_AVX512 2
+
+/* Fused epilogue of one tile: bias at the tile's first column (or NULL),
+ * residual rows (or NULL) with row stride ldr, activation code and alpha. */
+typedef struct TcrtKernEpi {
+    const float *bias;
+    const float *res;
+    int64_t ldr;
+    int act;
+    float alpha;
+    bool load_c;  /* start from C's values instead of 0 (K blocks after the first) */
+    bool partial; /* store the raw sums, no bias/residual/activation (K blocks before the last) */
+    /* Prefetch hint: bytes [pf, pf + pf_bytes) (data the next calls will
+     * stream, e.g. the next Cout block's weights) are prefetched into L2,
+     * one line per k step, so that memory traffic overlaps the FMAs
+     * (pf NULL: none; kernels may ignore it). */
+    const char *pf;
+    int64_t pf_bytes;
+} TcrtKernEpi;
+
+typedef void (*tcrt_ukernel_fn)(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                                const float *b, int64_t pstride, float *c, int64_t ldc,
+                                const TcrtKernEpi *epi);
+
+/* Packed GEMM kernel: C[mr x nc] = epilogue(sum over k < kc of a[k][r] *
+ * b[k][0..nc)) with A packed [kc][MR] (rows >= mr zero) and B packed
+ * [kc][NR] (columns >= nc zero), MR and NR the ISA's tile; load_c adds C's
+ * values after the loop, partial as for the conv kernel. */
+typedef void (*tcrt_gemm_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
+                             int64_t ldc, const TcrtKernEpi *epi);
+
+/* Tile shape of each ISA: MR rows, NR columns (a multiple of 16). */
+#define TCRT_PORTABLE_MR 4
+#define TCRT_PORTABLE_NR 16
+#define TCRT_AVX2_MR 6
+#define TCRT_AVX2_NR 16
+#define TCRT_AVX512_MR 6
+#define TCRT_AVX512_NR 64
+#define TCRT_KERN_MAX_MR 6
+
+void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                       const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
+void tcrt_ukernel_avx512(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                         const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
+
+void tcrt_gemm_avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                    const TcrtKernEpi *epi);
+void tcrt_gemm_avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                      const TcrtKernEpi *epi);
+/* AVX-512: 6 rows of A (row stride lda), columns [0, kc), packed as [kc][6]. */
+void tcrt_pack_a6_avx512(const float *a, int64_t lda, int64_t kc, float *dst);
+
+
+/* The ISA the kernels use: the best one the CPU supports, capped by the
+ * build's runtime_isa option and by tcrt_kern_force_isa. */
+int tcrt_kern_isa(void);
+/* Tests: caps the ISA at isa (-1: no cap); returns the previous cap.  An ISA
+ * the CPU or build lacks is never used (tcrt_kern_isa says what runs). */
+int tcrt_kern_force_isa(int isa);
+/* Whether the CPU and the build support isa. */
+bool tcrt_kern_isa_supported(int isa);
+
+/* Packed-weight conv2d (TCRT_CONV_PACKED): workspace bytes (0 when the call
+ * is not one it handles) and the kernel, which falls back to tcrt_ref_conv2d
+ * for what it does not handle or a too small workspace. */
+size_t tcrt_pconv_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
+tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                           const tcrt_params *p);
+
+/* GEMM for tcrt_fast_matmul: C[M,N] (row stride N) = act(A[M,K] (row stride
+ * K) * op(B) + bias), B [K,N] or, when tb, [N,K]; B is packed into ws.
+ * tcrt_kmm_applies: whether this path is worth taking (sizes, and an ISA
+ * with a SIMD kernel); tcrt_kmm_workspace: bytes it needs (packed B, and
+ * a copy of A when its row stride would thrash L1). */
+bool tcrt_kmm_applies(int64_t M, int64_t N, int64_t K);
+size_t tcrt_kmm_workspace(int64_t M, int64_t N, int64_t K);
+void tcrt_kmm_run(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool tb, float *C,
+                  const float *bias, int act, float alpha, void *ws);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

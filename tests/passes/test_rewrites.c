@@ -1,0 +1,619 @@
+/* tests/passes/test_rewrites.c - unit tests for the layout, fuse and pack
+ * passes (Check suite "rewrites").
+ *
+ * Graphs are written as IR text (ir_parse), constants as hex of f32 data
+ * made by a helper.  Structure is asserted (transposes left, conv inputs and
+ * params); values of fused and packed convolutions are checked by running
+ * the runtime's reference conv kernel on the rewritten node and comparing
+ * with numbers derived by hand in the comments (1x2x2x1 input, 1x1 conv)
+ * or, for packing, with the same kernel on the unpacked weights.  The
+ * whole pipeline runs the passes inside COND branches and honours
+ * --disable-pass for each of them.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes.h"
+
+/* "hex:..." for n floats (little-endian bytes, as ir_print writes them). */
+static const char *hexf(char *buf, const float *v, int n)
+{
+    const unsigned char *b = (const unsigned char *)v;
+    char *p = buf + sprintf(buf, "hex:");
+    for (int i = 0; i < n * 4; i++)
+        p += sprintf(p, "%02x", b[i]);
+    return buf;
+}
+
+static IrGraph *parse(const char *text)
+{
+    Status st = ST_INIT;
+    IrGraph *g = ir_parse(text, "test.ir", &st);
+    ck_assert_msg(g != NULL, "%s\n%s", st.msg, text);
+    return g;
+}
+
+static PassResult run_pass(IrGraph *g, PassResult (*fn)(IrGraph *, PassCtx *))
+{
+    Status st = ST_INIT;
+    PassCtx cx;
+    arena_init(&cx.scratch, NULL);
+    cx.st = &st;
+    PassResult r = fn(g, &cx);
+    arena_reset(&cx.scratch);
+    ck_assert_msg(r != PASS_FAILED && st_ok(&st), "pass failed: %s", st.msg);
+    Status vst = ST_INIT;
+    ck_assert_msg(ir_verify(g, &vst), "verify: %s", vst.msg);
+    return r;
+}
+
+static int count_op(const IrGraph *g, Op op)
+{
+    int c = 0;
+    IR_FOR_EACH(g, n) {
+        c += n->op == op;
+    }
+    return c;
+}
+
+static IrNode *find_op(const IrGraph *g, Op op)
+{
+    IR_FOR_EACH(g, n) {
+        if (n->op == op)
+            return n;
+    }
+    return NULL;
+}
+
+static IrNode *fetched(const IrGraph *g, int i)
+{
+    ck_assert_int_lt(i, g->n_fetches);
+    return g->fetches[i].value.node;
+}
+
+static tcrt_tensor tensor_of(const IrType *t, void *data)
+{
+    tcrt_tensor x;
+    memset(&x, 0, sizeof x);
+    x.dtype = t->dtype;
+    x.rank = t->shape.rank;
+    for (int d = 0; d < t->shape.rank; d++)
+        x.dims[d] = t->shape.dims[d];
+    x.data = data;
+    return x;
+}
+
+/* Runs conv node c with the reference kernel: input 0 is x_data, a
+ * non-CONST input 3 is res_data, every other input its CONST data. */
+static void run_conv(const IrNode *c, const float *x_data, const float *res_data, float *y)
+{
+    tcrt_tensor in[4], out;
+    for (int k = 0; k < c->n_inputs; k++) {
+        IrValue v = c->inputs[k];
+        void *d = v.node->op == OP_CONST ? v.node->data : k == 0 ? (void *)x_data : (void *)res_data;
+        in[k] = tensor_of(ir_value_type(v), d);
+    }
+    out = tensor_of(&c->out[0].type, y);
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < IR_MAX_IPARAM; i++)
+        p.i[i] = c->p.i[i];
+    for (int i = 0; i < IR_MAX_FPARAM; i++)
+        p.f[i] = c->p.f[i];
+    ck_assert_int_eq(tcrt_ref_conv2d(in, c->n_inputs, &out, 1, &p), TCRT_OK);
+}
+
+static void assert_floats(const float *got, const float *want, int n, double tol)
+{
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(fabs((double)got[i] - (double)want[i]) <= tol, "element %d: got %g, want %g", i,
+                      (double)got[i], (double)want[i]);
+}
+
+/* ---- layout ---- */
+
+START_TEST(test_layout_pair_cancelled)
+{
+    IrGraph *g = parse("graph \"m\"\nfeed \"x\" %0\nfetch \"y\" %3\n"
+                       "%0 = arg() : f32[1,2,3,4]\n"
+                       "%1 = transpose(%0) {i=[0,2,3,1]} : f32[1,3,4,2]  # to_nhwc (Conv)\n"
+                       "%2 = transpose(%1) {i=[0,3,1,2]} : f32[1,2,3,4]  # to_nchw (Conv)\n"
+                       "%3 = neg(%2) : f32[1,2,3,4]  # n (Neg)\n");
+    ck_assert_int_eq(run_pass(g, pass_layout), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_TRANSPOSE), 0);
+    IrNode *neg = fetched(g, 0);
+    ck_assert_int_eq(neg->op, OP_NEG);
+    ck_assert_int_eq(neg->inputs[0].node->op, OP_ARG);
+    ir_graph_free(g);
+
+    /* two perms that do not cancel compose into one */
+    g = parse("graph \"m\"\nfeed \"x\" %0\nfetch \"y\" %2\n"
+              "%0 = arg() : f32[2,3,4]\n"
+              "%1 = transpose(%0) {i=[1,0,2]} : f32[3,2,4]\n"
+              "%2 = transpose(%1) {i=[0,2,1]} : f32[3,4,2]\n");
+    ck_assert_int_eq(run_pass(g, pass_layout), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_TRANSPOSE), 1);
+    IrNode *t = fetched(g, 0);
+    ck_assert_int_eq(t->op, OP_TRANSPOSE);
+    ck_assert_int_eq(t->inputs[0].node->op, OP_ARG);
+    /* y[i,j,k] = x'[i,k,j] where x'[a,b,c] = x[b,a,c]: y = transpose(x, [1,2,0]) */
+    ck_assert_int_eq(t->p.i[0], 1);
+    ck_assert_int_eq(t->p.i[1], 2);
+    ck_assert_int_eq(t->p.i[2], 0);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_layout_sinks_through_relu_add)
+{
+    /* NHWC a, b -> NCHW -> relu(a') + b' + per-channel c[3,1,1] -> NHWC:
+     * everything cancels; c becomes [1,1,1,3] with the same values. */
+    char h[64];
+    float c[3] = {1, 2, 3};
+    char text[2048];
+    snprintf(text, sizeof text,
+             "graph \"m\"\nfeed \"a\" %%0\nfeed \"b\" %%1\nfetch \"y\" %%8\n"
+             "%%0 = arg() : f32[1,2,2,3]\n"
+             "%%1 = arg() {i=[1]} : f32[1,2,2,3]\n"
+             "%%2 = transpose(%%0) {i=[0,3,1,2]} : f32[1,3,2,2]  # conv_a (Conv)\n"
+             "%%3 = transpose(%%1) {i=[0,3,1,2]} : f32[1,3,2,2]  # conv_b (Conv)\n"
+             "%%4 = relu(%%2) : f32[1,3,2,2]  # r (Relu)\n"
+             "%%5 = add(%%4, %%3) : f32[1,3,2,2]  # s (Add)\n"
+             "%%6 = const() : f32[3,1,1] = %s\n"
+             "%%7 = add(%%5, %%6) : f32[1,3,2,2]  # bias (Add)\n"
+             "%%8 = transpose(%%7) {i=[0,2,3,1]} : f32[1,2,2,3]  # next (Conv)\n",
+             hexf(h, c, 3));
+    IrGraph *g = parse(text);
+    ck_assert_int_eq(run_pass(g, pass_layout), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_TRANSPOSE), 0);
+    IrNode *y = fetched(g, 0);
+    ck_assert_int_eq(y->op, OP_ADD);
+    ck_assert_str_eq(y->origin, "bias");
+    IrNode *k = y->inputs[1].node, *s = y->inputs[0].node;
+    ck_assert_int_eq(k->op, OP_CONST);
+    ck_assert_int_eq(k->out[0].type.shape.rank, 4);
+    ck_assert_int_eq(k->out[0].type.shape.dims[3], 3);
+    assert_floats(k->data, c, 3, 0);
+    ck_assert_int_eq(s->op, OP_ADD);
+    ck_assert_str_eq(s->origin, "s");
+    ck_assert_int_eq(s->inputs[0].node->op, OP_RELU);
+    ck_assert_int_eq(s->inputs[0].node->inputs[0].node->op, OP_ARG);
+    ck_assert_int_eq(s->inputs[1].node->op, OP_ARG);
+    ck_assert_int_eq(y->out[0].type.shape.dims[3], 3);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_layout_reduce_and_copy)
+{
+    /* global average pool in NCHW after a NHWC producer: the transpose sinks
+     * below the reduction, where [1,1,1,C] -> [1,C,1,1] moves no data. */
+    IrGraph *g = parse("graph \"m\"\nfeed \"x\" %0\nfetch \"y\" %3\n"
+                       "%0 = arg() : f32[1,2,2,3]\n"
+                       "%1 = transpose(%0) {i=[0,3,1,2]} : f32[1,3,2,2]\n"
+                       "%2 = reduce_sum(%1) {i=[12,1]} : f32[1,3,1,1]\n"
+                       "%3 = copy(%2) : f32[1,3]\n");
+    ck_assert_int_eq(run_pass(g, pass_layout), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_TRANSPOSE), 0);
+    IrNode *r = find_op(g, OP_REDUCE_SUM);
+    ck_assert_int_eq(r->p.i[0], 6); /* axes 1, 2 of NHWC */
+    ck_assert_int_eq(r->inputs[0].node->op, OP_ARG);
+    ck_assert_int_eq(fetched(g, 0)->out[0].type.shape.dims[1], 3);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_layout_no_extra_transposes)
+{
+    /* the transpose is fetched too: sinking it below relu would add one */
+    IrGraph *g = parse("graph \"m\"\nfeed \"x\" %0\nfetch \"t\" %1\nfetch \"y\" %2\n"
+                       "%0 = arg() : f32[1,2,2,3]\n"
+                       "%1 = transpose(%0) {i=[0,3,1,2]} : f32[1,3,2,2]\n"
+                       "%2 = relu(%1) : f32[1,3,2,2]\n");
+    ck_assert_int_eq(run_pass(g, pass_layout), PASS_SAME);
+    ck_assert_int_eq(count_op(g, OP_TRANSPOSE), 1);
+    ir_graph_free(g);
+
+    /* two users (relu, neg): sinking through relu alone would run it twice */
+    g = parse("graph \"m\"\nfeed \"x\" %0\nfetch \"y\" %2\nfetch \"z\" %3\n"
+              "%0 = arg() : f32[1,2,2,3]\n"
+              "%1 = transpose(%0) {i=[0,3,1,2]} : f32[1,3,2,2]\n"
+              "%2 = relu(%1) : f32[1,3,2,2]\n"
+              "%3 = neg(%1) : f32[1,3,2,2]\n");
+    ck_assert_int_eq(run_pass(g, pass_layout), PASS_SAME);
+    ir_graph_free(g);
+
+    /* add of a transpose and a plain value: would need a second transpose */
+    g = parse("graph \"m\"\nfeed \"x\" %0\nfeed \"b\" %1\nfetch \"y\" %3\n"
+              "%0 = arg() : f32[1,2,2,3]\n"
+              "%1 = arg() {i=[1]} : f32[1,3,2,2]\n"
+              "%2 = transpose(%0) {i=[0,3,1,2]} : f32[1,3,2,2]\n"
+              "%3 = add(%2, %1) : f32[1,3,2,2]\n");
+    ck_assert_int_eq(run_pass(g, pass_layout), PASS_SAME);
+    ck_assert_int_eq(count_op(g, OP_TRANSPOSE), 1);
+    ir_graph_free(g);
+}
+END_TEST
+
+/* ---- fuse ---- */
+
+/* x [1,2,2,1] -> 1x1 conv with w = [2, -1] (Cout 2), then `tail` lines. */
+static IrGraph *conv_graph(const char *fetch_ids, const char *tail)
+{
+    char h[64], text[4096];
+    float w[2] = {2, -1};
+    snprintf(text, sizeof text,
+             "graph \"m\"\nfeed \"x\" %%0\nfeed \"r\" %%9\n%s"
+             "%%0 = arg() : f32[1,2,2,1]\n"
+             "%%9 = arg() {i=[1]} : f32[1,2,2,2]\n"
+             "%%1 = const() : f32[1,1,1,2] = %s  # conv (Conv2D)\n"
+             "%%2 = conv2d(%%0, %%1) {i=[1,1,1,1,0,0,0,0,0,0]} : f32[1,2,2,2]  # conv (Conv2D)\n"
+             "%s",
+             fetch_ids, hexf(h, w, 2), tail);
+    return parse(text);
+}
+
+static const float X4[4] = {1, -2, 3, -4};
+
+START_TEST(test_fuse_bias)
+{
+    char h[64], tail[256];
+    float b[2] = {1, 2};
+    snprintf(tail, sizeof tail,
+             "%%3 = const() : f32[2] = %s\n%%4 = add(%%3, %%2) : f32[1,2,2,2]  # bias (BiasAdd)\n",
+             hexf(h, b, 2));
+    IrGraph *g = conv_graph("fetch \"y\" %4\n", tail);
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_ADD), 0);
+    IrNode *c = fetched(g, 0);
+    ck_assert_int_eq(c->op, OP_CONV2D);
+    ck_assert_int_eq(c->n_inputs, 3);
+    ck_assert_str_eq(c->origin, "conv");
+    /* y[p,0] = 2x+1, y[p,1] = -x+2 for x = 1,-2,3,-4 */
+    float y[8], want[8] = {3, 1, -3, 4, 7, -1, -7, 6};
+    run_conv(c, X4, NULL, y);
+    assert_floats(y, want, 8, 1e-6);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_fuse_batchnorm_relu)
+{
+    /* mul by [3, 0.5], add [1,-1] (BatchNorm, laid out [1,1,1,2]), relu */
+    char h1[64], h2[64], tail[512];
+    float k[2] = {3, 0.5f}, b[2] = {1, -1};
+    snprintf(tail, sizeof tail,
+             "%%3 = const() : f32[1,1,1,2] = %s\n"
+             "%%4 = mul(%%2, %%3) : f32[1,2,2,2]  # bn (FusedBatchNorm)\n"
+             "%%5 = const() : f32[1,1,1,2] = %s\n"
+             "%%6 = add(%%4, %%5) : f32[1,2,2,2]  # bn (FusedBatchNorm)\n"
+             "%%7 = relu(%%6) : f32[1,2,2,2]  # act (Relu)\n",
+             hexf(h1, k, 2), hexf(h2, b, 2));
+    IrGraph *g = conv_graph("fetch \"y\" %7\n", tail);
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_MUL) + count_op(g, OP_ADD) + count_op(g, OP_RELU), 0);
+    IrNode *c = fetched(g, 0);
+    ck_assert_int_eq(c->op, OP_CONV2D);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_ACT], TCRT_ACT_RELU);
+    const float *w = c->inputs[1].node->data, *bias = c->inputs[2].node->data;
+    ck_assert(w[0] == 6 && w[1] == -0.5f && bias[0] == 1 && bias[1] == -1);
+    /* relu(6x+1) = 7,0,19,0; relu(-0.5x-1) = 0,0,0,1 */
+    float y[8], want[8] = {7, 0, 0, 0, 19, 0, 0, 1};
+    run_conv(c, X4, NULL, y);
+    assert_floats(y, want, 8, 1e-6);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_fuse_residual_relu)
+{
+    IrGraph *g = conv_graph("fetch \"y\" %4\n", "%3 = add(%2, %9) : f32[1,2,2,2]  # res (Add)\n"
+                                                "%4 = relu(%3) : f32[1,2,2,2]  # act (Relu)\n");
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_CHANGED);
+    IrNode *c = fetched(g, 0);
+    ck_assert_int_eq(c->op, OP_CONV2D);
+    ck_assert_int_eq(c->n_inputs, 4);
+    ck_assert_int_eq(c->inputs[3].node->op, OP_ARG);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_ACT], TCRT_ACT_RELU);
+    /* zero bias, r = 1: relu(2x+1) = 3,0,7,0; relu(-x+1) = 0,3,0,5 */
+    float r[8] = {1, 1, 1, 1, 1, 1, 1, 1}, y[8], want[8] = {3, 0, 0, 3, 7, 0, 0, 5};
+    run_conv(c, X4, r, y);
+    assert_floats(y, want, 8, 1e-6);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_fuse_relu6_leaky)
+{
+    char h1[64], h2[64], tail[512];
+    float zero = 0, six = 6;
+    snprintf(tail, sizeof tail,
+             "%%3 = const() : f32[] = %s\n%%4 = max(%%2, %%3) : f32[1,2,2,2]  # clip (Clip)\n"
+             "%%5 = const() : f32[] = %s\n%%6 = min(%%4, %%5) : f32[1,2,2,2]  # clip (Clip)\n",
+             hexf(h1, &zero, 1), hexf(h2, &six, 1));
+    IrGraph *g = conv_graph("fetch \"y\" %6\n", tail);
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_CHANGED);
+    IrNode *c = fetched(g, 0);
+    ck_assert_int_eq(c->op, OP_CONV2D);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_ACT], TCRT_ACT_RELU6);
+    /* clip(2x) = 2,0,6,0; clip(-x) = 0,2,0,4 */
+    float y[8], want[8] = {2, 0, 0, 2, 6, 0, 0, 4};
+    run_conv(c, X4, NULL, y);
+    assert_floats(y, want, 8, 1e-6);
+    ir_graph_free(g);
+
+    /* ONNX LeakyRelu: select(lt(v, 0), mul(v, 0.1), v) */
+    float alpha = 0.1f;
+    snprintf(tail, sizeof tail,
+             "%%3 = const() : f32[] = %s\n%%4 = lt(%%2, %%3) : bool[1,2,2,2]\n"
+             "%%5 = const() : f32[] = %s\n%%6 = mul(%%2, %%5) : f32[1,2,2,2]\n"
+             "%%7 = select(%%4, %%6, %%2) : f32[1,2,2,2]  # leaky (LeakyRelu)\n",
+             hexf(h1, &zero, 1), hexf(h2, &alpha, 1));
+    g = conv_graph("fetch \"y\" %7\n", tail);
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_CHANGED);
+    c = fetched(g, 0);
+    ck_assert_int_eq(c->op, OP_CONV2D);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_ACT], TCRT_ACT_LEAKY);
+    ck_assert_int_eq(count_op(g, OP_SELECT) + count_op(g, OP_LT) + count_op(g, OP_MUL), 0);
+    /* 2x = 2,-4,6,-8 -> 2,-0.4,6,-0.8; -x = -1,2,-3,4 -> -0.1,2,-0.3,4 */
+    float want2[8] = {2, -0.1f, -0.4f, 2, 6, -0.3f, -0.8f, 4};
+    run_conv(c, X4, NULL, y);
+    assert_floats(y, want2, 8, 1e-6);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_fuse_respects_users)
+{
+    /* the conv output is fetched: relu must not absorb it */
+    IrGraph *g = conv_graph("fetch \"c\" %2\nfetch \"y\" %3\n", "%3 = relu(%2) : f32[1,2,2,2]\n");
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_SAME);
+    ck_assert_int_eq(count_op(g, OP_RELU), 1);
+    ck_assert_int_eq(fetched(g, 0)->p.i[TCRT_CONV_ACT], TCRT_ACT_NONE);
+    ir_graph_free(g);
+
+    /* two consumers (relu and neg) */
+    g = conv_graph("fetch \"y\" %3\nfetch \"z\" %4\n",
+                   "%3 = relu(%2) : f32[1,2,2,2]\n%4 = neg(%2) : f32[1,2,2,2]\n");
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_SAME);
+    ck_assert_int_eq(count_op(g, OP_RELU), 1);
+    ir_graph_free(g);
+
+    /* mul by a non-constant is not a scale */
+    g = conv_graph("fetch \"y\" %3\n", "%3 = mul(%2, %9) : f32[1,2,2,2]\n");
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_SAME);
+    ir_graph_free(g);
+
+    /* a residual on weights that are not constant (never packed) stays an add */
+    g = parse("graph \"m\"\nfeed \"x\" %0\nfeed \"w\" %1\nfeed \"r\" %2\nfetch \"y\" %4\n"
+              "%0 = arg() : f32[1,2,2,1]\n"
+              "%1 = arg() {i=[1]} : f32[1,1,1,2]\n"
+              "%2 = arg() {i=[2]} : f32[1,2,2,2]\n"
+              "%3 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0]} : f32[1,2,2,2]\n"
+              "%4 = add(%3, %2) : f32[1,2,2,2]\n");
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_SAME);
+    ir_graph_free(g);
+}
+END_TEST
+
+/* ---- pack ---- */
+
+static void check_pack(int kh, int cin, int cout, int pad)
+{
+    int h = 3, w = 4;
+    int nw = kh * kh * cin * cout, nx = h * w * cin;
+    float *wd = malloc(sizeof(float) * (size_t)nw), *xd = malloc(sizeof(float) * (size_t)nx);
+    for (int i = 0; i < nw; i++)
+        wd[i] = (float)((i * 7) % 11) - 5.0f;
+    for (int i = 0; i < nx; i++)
+        xd[i] = (float)((i * 5) % 9) - 4.0f;
+    char *hex = malloc((size_t)nw * 8 + 16), text[8192];
+    int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kh + 1;
+    snprintf(text, sizeof text,
+             "graph \"m\"\nfeed \"x\" %%0\nfetch \"y\" %%2\n"
+             "%%0 = arg() : f32[1,%d,%d,%d]\n"
+             "%%1 = const() : f32[%d,%d,%d,%d] = %s\n"
+             "%%2 = conv2d(%%0, %%1) {i=[1,1,1,1,%d,%d,%d,%d,0,1]} : f32[1,%d,%d,%d]  # conv (Conv)\n",
+             h, w, cin, kh, kh, cin, cout, hexf(hex, wd, nw), pad, pad, pad, pad, oh, ow, cout);
+    IrGraph *g = parse(text);
+    int ny = oh * ow * cout;
+    float *y0 = malloc(sizeof(float) * (size_t)ny), *y1 = malloc(sizeof(float) * (size_t)ny);
+    run_conv(fetched(g, 0), xd, NULL, y0);
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
+    IrNode *c = fetched(g, 0);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_PACKED], 1);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_COUT], cout);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_ACT], TCRT_ACT_RELU);
+    ck_assert_str_eq(c->origin, "conv");
+    const IrShape *ps = &ir_value_type(c->inputs[1])->shape;
+    ck_assert_int_eq(ps->rank, 5);
+    ck_assert_int_eq(ps->dims[0], (cout + 15) / 16);
+    ck_assert_int_eq(ps->dims[4], 16);
+    ck_assert_int_eq(count_op(g, OP_CONST), 1); /* the HWIO weight is gone */
+    run_conv(c, xd, NULL, y1);
+    assert_floats(y1, y0, ny, 0);
+    /* packing is done once: a second run changes nothing */
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_SAME);
+    ir_graph_free(g);
+    free(wd);
+    free(xd);
+    free(hex);
+    free(y0);
+    free(y1);
+}
+
+START_TEST(test_pack_matches_unpacked)
+{
+    check_pack(3, 2, 3, 1);
+    check_pack(1, 3, 17, 0);
+}
+END_TEST
+
+START_TEST(test_pack_skips_depthwise)
+{
+    char h[64], text[1024];
+    float w[4] = {1, 2, 3, 4};
+    snprintf(text, sizeof text,
+             "graph \"m\"\nfeed \"x\" %%0\nfetch \"y\" %%2\n"
+             "%%0 = arg() : f32[1,2,2,4]\n"
+             "%%1 = const() : f32[1,1,4,1] = %s\n"
+             "%%2 = conv2d(%%0, %%1) {i=[1,1,1,1,0,0,0,0,1]} : f32[1,2,2,4]\n",
+             hexf(h, w, 4));
+    IrGraph *g = parse(text);
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_SAME);
+    ir_graph_free(g);
+}
+END_TEST
+
+/* ---- the conv2d shape rule on packed weights and residuals ---- */
+
+START_TEST(test_conv_shape_rule_errors)
+{
+    Status st = ST_INIT;
+    /* residual of the wrong shape */
+    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[1,1,1,2]\n"
+                                "%2 = arg() {i=[2]} : f32[2]\n%3 = arg() {i=[3]} : f32[1,2,2,1]\n"
+                                "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,0,0,0,0,0,0]} : f32[1,2,2,2]\n",
+                                "bad.ir", &st));
+    ck_assert_msg(strstr(st.msg, "residual shape [1,2,2,1] does not match the output [1,2,2,2]"), "%s", st.msg);
+    /* packed weights whose block count does not fit COUT */
+    Status st2 = ST_INIT;
+    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[2,1,1,1,16]\n"
+                                "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,1,2]} : f32[1,2,2,2]\n",
+                                "bad.ir", &st2));
+    ck_assert_msg(strstr(st2.msg, "packed filter [2,1,1,1,16] does not fit 2 output channels"), "%s", st2.msg);
+    /* a packed conv parses back (shape [1,2,2,17] from COUT) */
+    Status st3 = ST_INIT;
+    IrGraph *g = ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[2,1,1,1,16]\n"
+                          "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,1,17]} : f32[1,2,2,17]\n",
+                          "ok.ir", &st3);
+    ck_assert_msg(g != NULL, "%s", st3.msg);
+    ir_graph_free(g);
+}
+END_TEST
+
+/* ---- the pipeline: regions and --disable-pass ---- */
+
+/* p [1,2,2,1] -> NCHW -> relu -> NHWC -> 1x1 conv (w = [2,-1]) -> relu. */
+static IrValue nchw_block(IrGraph *g, IrValue p)
+{
+    Status st = ST_INIT;
+    IrParams to_nchw = {.i = {0, 3, 1, 2}}, to_nhwc = {.i = {0, 2, 3, 1}};
+    IrValue t = ir_emit1(g, OP_TRANSPOSE, &p, 1, &to_nchw, NULL, &st);
+    t = ir_unary(g, OP_RELU, t, &st);
+    t = ir_emit1(g, OP_TRANSPOSE, &t, 1, &to_nhwc, NULL, &st);
+    float w[2] = {2, -1};
+    IrShape ws = ir_shape_make(4, (int64_t[]){1, 1, 1, 2});
+    IrValue in[2] = {t, ir_const(g, TCRT_F32, &ws, w, &st)};
+    IrParams cp = {.i = {1, 1, 1, 1, 0, 0, 0, 0, 0, 0}};
+    IrValue c = ir_emit1(g, OP_CONV2D, in, 2, &cp, NULL, &st);
+    IrValue y = ir_unary(g, OP_RELU, c, &st);
+    ck_assert_msg(st_ok(&st), "%s", st.msg);
+    return y;
+}
+
+static void assert_fused_block(const IrGraph *g, bool packed)
+{
+    ck_assert_int_eq(count_op(g, OP_TRANSPOSE), 0);
+    ck_assert_int_eq(count_op(g, OP_RELU), 1); /* the one before the conv */
+    IrNode *c = find_op(g, OP_CONV2D);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_ACT], TCRT_ACT_RELU);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_PACKED], packed);
+}
+
+START_TEST(test_pipeline_regions)
+{
+    Status st = ST_INIT;
+    IrGraph *g = ir_graph_new(NULL, &st);
+    ck_assert_ptr_nonnull(g);
+    g->fold_on_build = false;
+    IrType xt = {TCRT_F32, ir_shape_make(4, (int64_t[]){1, 2, 2, 1})};
+    IrType bt = {TCRT_BOOL, ir_shape_make(0, NULL)};
+    IrValue sel = ir_add_feed(g, "s", &bt, &st), x = ir_add_feed(g, "x", &xt, &st);
+    IrGraph *br[2];
+    for (int b = 0; b < 2; b++) {
+        br[b] = ir_region_new(g, &st);
+        ck_assert_ptr_nonnull(br[b]);
+        IrValue p = ir_add_feed(br[b], "p", &xt, &st);
+        ck_assert(ir_add_fetch(br[b], "y", nchw_block(br[b], p), &st));
+    }
+    IrValue cin[2] = {sel, x};
+    IrNode *c = ir_emit_region(g, OP_COND, cin, 2, br, 2, &st);
+    ck_assert_msg(c != NULL, "%s", st.msg);
+    ck_assert(ir_add_fetch(g, "y", (IrValue){c, 0}, &st));
+    PipelineOptions o = {.verify_each = true};
+    ck_assert_msg(pass_run_pipeline(g, &o, &st), "%s", st.msg);
+    IrNode *cond = find_op(g, OP_COND);
+    ck_assert_ptr_nonnull(cond);
+    for (int b = 0; b < 2; b++)
+        assert_fused_block(cond->regions[b], true);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_pipeline_disable_new_passes)
+{
+    Status st = ST_INIT;
+    IrType xt = {TCRT_F32, ir_shape_make(4, (int64_t[]){1, 2, 2, 1})};
+    const char *all3[] = {"layout", "fuse", "pack"}, *pack[] = {"pack"};
+    for (int k = 0; k < 3; k++) {
+        IrGraph *g = ir_graph_new(NULL, &st);
+        ck_assert_ptr_nonnull(g);
+        g->fold_on_build = false;
+        IrValue x = ir_add_feed(g, "x", &xt, &st);
+        ck_assert(ir_add_fetch(g, "y", nchw_block(g, x), &st));
+        PipelineOptions o = {.verify_each = true};
+        if (k == 0) {
+            o.disabled = all3;
+            o.n_disabled = 3;
+        } else if (k == 1) {
+            o.disabled = pack;
+            o.n_disabled = 1;
+        }
+        ck_assert_msg(pass_run_pipeline(g, &o, &st), "%s", st.msg);
+        if (k == 0) { /* untouched: two transposes, two relus, a plain conv */
+            ck_assert_int_eq(count_op(g, OP_TRANSPOSE), 2);
+            ck_assert_int_eq(count_op(g, OP_RELU), 2);
+            ck_assert_int_eq(find_op(g, OP_CONV2D)->p.i[TCRT_CONV_PACKED], 0);
+        } else {
+            assert_fused_block(g, k == 2);
+        }
+        ir_graph_free(g);
+    }
+}
+END_TEST
+
+static Suite *rewrites_suite(void)
+{
+    Suite *s = suite_create("rewrites");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_layout_pair_cancelled);
+    tcase_add_test(tc, test_layout_sinks_through_relu_add);
+    tcase_add_test(tc, test_layout_reduce_and_copy);
+    tcase_add_test(tc, test_layout_no_extra_transposes);
+    tcase_add_test(tc, test_fuse_bias);
+    tcase_add_test(tc, test_fuse_batchnorm_relu);
+    tcase_add_test(tc, test_fuse_residual_relu);
+    tcase_add_test(tc, test_fuse_relu6_leaky);
+    tcase_add_test(tc, test_fuse_respects_users);
+    tcase_add_test(tc, test_pack_matches_unpacked);
+    tcase_add_test(tc, test_pack_skips_depthwise);
+    tcase_add_test(tc, test_conv_shape_rule_errors);
+    tcase_add_test(tc, test_pipeline_regions);
+    tcase_add_test(tc, test_pipeline_disable_new_passes);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(rewrites_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

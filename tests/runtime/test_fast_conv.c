@@ -1,0 +1,358 @@
+/* test_fast_conv.c - Check suite: the packed-weight micro-kernels
+ * (runtime/kernels/fast_conv*.c) against the reference kernels.
+ *
+ * Convolution: random x and HWIO w in [-1, 1] from a fixed-seed generator;
+ * the oracle is tcrt_ref_conv2d on the HWIO weights (no residual, no
+ * activation), to which the test itself adds the residual and applies the
+ * activation; the kernel under test gets the same weights packed with
+ * tcrt_pack_conv_weights (TCRT_CONV_PACKED) and does the epilogue itself.
+ * Matmul: tcrt_fast_matmul against tcrt_ref_matmul on odd sizes, B plain and
+ * transposed, with bias and activations, K split into blocks (K 1030, 2100),
+ * several N blocks (N 530) and A packed by several tasks (M 600).  Tolerance: |got - want| <= 1e-4 *
+ * (1 + sum |x*w|) per output, the sum taken over the same products.  Every
+ * case runs with 1 and 2 threads and for each ISA the CPU and build support
+ * (tcrt_kern_force_isa); the shapes cover 1x1, 3x3, 7x7 stride 2, dilation
+ * 2, asymmetric pads, Cin 1/3/17/64/300/1024, Cout 1/5/16/17/33/100/200,
+ * N = 2, a 1x1 input, tiles that cross output rows and images, Cout blocks
+ * with 1, 2 and 3 panels left, both sweep orders (tile-major for weights
+ * under 1 MB, Cout-block-major above) and the tap groups of deep layers.  Also: a too small workspace falls back to the
+ * reference, and the workspace reported fits TCRT_MAX_THREADS.
+ */
+#include "fast_conv_int.h"
+#include "tcrt_kernels.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static float frand(void)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+static float *rand_buf(int64_t n)
+{
+    float *b = malloc((size_t)(n ? n : 1) * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        b[i] = frand();
+    return b;
+}
+
+static float act_ref(float v, int act, float alpha)
+{
+    switch (act) {
+    case TCRT_ACT_RELU:
+        return v > 0 ? v : 0;
+    case TCRT_ACT_RELU6:
+        return v < 0 ? 0 : (v > 6 ? 6 : v);
+    case TCRT_ACT_LEAKY:
+        return v < 0 ? v * alpha : v;
+    default:
+        return v;
+    }
+}
+
+static const char *isa_name(int isa)
+{
+    return isa == TCRT_ISA_AVX512 ? "avx512" : isa == TCRT_ISA_AVX2 ? "avx2" : "portable";
+}
+
+typedef struct ConvCase {
+    int64_t n, h, w, cin, kh, kw, cout;
+    int64_t sh, sw, dh, dw, pt, pl, pb, pr;
+    bool bias, res;
+    int act;
+} ConvCase;
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1)
+{
+    return (in + p0 + p1 - (k - 1) * d - 1) / s + 1;
+}
+
+/* Runs case c with the current ISA cap and thread count; checks every output. */
+static void run_conv(const ConvCase *c, const char *what)
+{
+    int64_t oh = out_size(c->h, c->kh, c->sh, c->dh, c->pt, c->pb);
+    int64_t ow = out_size(c->w, c->kw, c->sw, c->dw, c->pl, c->pr);
+    ck_assert(oh > 0 && ow > 0);
+    int64_t nx = c->n * c->h * c->w * c->cin, nw = c->kh * c->kw * c->cin * c->cout,
+            ny = c->n * oh * ow * c->cout;
+    float *x = rand_buf(nx), *w = rand_buf(nw), *bias = rand_buf(c->cout), *res = rand_buf(ny);
+    float *ref = malloc((size_t)ny * sizeof(float)), *got = malloc((size_t)ny * sizeof(float));
+    float *mag = malloc((size_t)ny * sizeof(float));
+    int64_t np = tcrt_conv_packed_floats(c->kh, c->kw, c->cin, c->cout);
+    ck_assert(np > 0);
+    float *pw = malloc((size_t)np * sizeof(float));
+    tcrt_pack_conv_weights(w, c->kh, c->kw, c->cin, c->cout, pw);
+
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    p.i[TCRT_CONV_SH] = c->sh, p.i[TCRT_CONV_SW] = c->sw, p.i[TCRT_CONV_DH] = c->dh,
+    p.i[TCRT_CONV_DW] = c->dw;
+    p.i[TCRT_CONV_PT] = c->pt, p.i[TCRT_CONV_PL] = c->pl, p.i[TCRT_CONV_PB] = c->pb,
+    p.i[TCRT_CONV_PR] = c->pr;
+    p.f[0] = 0.125;
+
+    /* oracle: plain reference conv on HWIO, then + bias + residual, act here */
+    tcrt_tensor rin[2] = {{x, TCRT_F32, 4, {c->n, c->h, c->w, c->cin}},
+                          {w, TCRT_F32, 4, {c->kh, c->kw, c->cin, c->cout}}};
+    tcrt_tensor rout = {ref, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
+    ck_assert_int_eq(tcrt_ref_conv2d(rin, 2, &rout, 1, &p), TCRT_OK);
+    /* magnitudes: the same conv on |x| and |w| */
+    float *ax = malloc((size_t)nx * sizeof(float)), *aw = malloc((size_t)nw * sizeof(float));
+    for (int64_t i = 0; i < nx; i++)
+        ax[i] = fabsf(x[i]);
+    for (int64_t i = 0; i < nw; i++)
+        aw[i] = fabsf(w[i]);
+    tcrt_tensor ain[2] = {{ax, TCRT_F32, 4, {c->n, c->h, c->w, c->cin}},
+                          {aw, TCRT_F32, 4, {c->kh, c->kw, c->cin, c->cout}}};
+    tcrt_tensor aout = {mag, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
+    ck_assert_int_eq(tcrt_ref_conv2d(ain, 2, &aout, 1, &p), TCRT_OK);
+    for (int64_t i = 0; i < ny; i++) {
+        float v = ref[i] + (c->bias ? bias[i % c->cout] : 0.0f) + (c->res ? res[i] : 0.0f);
+        ref[i] = act_ref(v, c->act, 0.125f);
+    }
+
+    p.i[TCRT_CONV_ACT] = c->act;
+    p.i[TCRT_CONV_PACKED] = 1;
+    p.i[TCRT_CONV_COUT] = c->cout;
+    int n_in = c->res ? 4 : c->bias ? 3 : 2;
+    tcrt_tensor in[4] = {{x, TCRT_F32, 4, {c->n, c->h, c->w, c->cin}},
+                         {pw, TCRT_F32, 5, {(c->cout + 15) / 16, c->kh, c->kw, c->cin, 16}},
+                         {bias, TCRT_F32, 1, {c->cout}},
+                         {res, TCRT_F32, 4, {c->n, oh, ow, c->cout}}};
+    tcrt_tensor out[2] = {{got, TCRT_F32, 4, {c->n, oh, ow, c->cout}}, {NULL, TCRT_U8, 1, {0}}};
+    size_t ws = tcrt_fast_conv2d_workspace(in, n_in, out, &p);
+    ck_assert_msg(ws > 0, "%s: no workspace reported", what);
+    out[1].data = malloc(ws);
+    out[1].dims[0] = (int64_t)ws;
+    for (int64_t i = 0; i < ny; i++)
+        got[i] = NAN;
+    ck_assert_int_eq(tcrt_fast_conv2d(in, n_in, out, 2, &p), TCRT_OK);
+    for (int64_t i = 0; i < ny; i++)
+        ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i]), "%s [%lld]: got %.7g want %.7g", what,
+                      (long long)i, got[i], ref[i]);
+    free(out[1].data), free(x), free(w), free(bias), free(res), free(ref), free(got), free(mag), free(pw);
+    free(ax), free(aw);
+}
+
+/* Every ISA the CPU has, then 1 and 2 threads. */
+static void run_conv_all(const ConvCase *c, const char *name)
+{
+    for (int isa = TCRT_ISA_PORTABLE; isa <= TCRT_ISA_AVX512; isa++) {
+        if (!tcrt_kern_isa_supported(isa))
+            continue;
+        int prev = tcrt_kern_force_isa(isa);
+        ck_assert_int_eq(tcrt_kern_isa(), isa);
+        for (int t = 1; t <= 2; t++) {
+            tcrt_set_threads(t);
+            char what[160];
+            snprintf(what, sizeof what, "%s (%s, %d threads)", name, isa_name(isa), t);
+            run_conv(c, what);
+        }
+        tcrt_kern_force_isa(prev);
+    }
+    tcrt_set_threads(1);
+}
+
+START_TEST(conv_cases)
+{
+    static const struct {
+        const char *name;
+        ConvCase c;
+    } cases[] = {
+        /* n  h   w  cin kh kw cout sh sw dh dw pt pl pb pr bias res act */
+        {"1x1", {1, 7, 7, 64, 1, 1, 100, 1, 1, 1, 1, 0, 0, 0, 0, true, false, TCRT_ACT_NONE}},
+        {"3x3 same relu", {1, 9, 11, 17, 3, 3, 33, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_RELU}},
+        {"7x7 s2 cin3", {1, 20, 18, 3, 7, 7, 16, 2, 2, 1, 1, 3, 3, 3, 3, true, false, TCRT_ACT_RELU}},
+        {"dilation 2", {1, 12, 10, 17, 3, 3, 17, 1, 1, 2, 2, 2, 2, 2, 2, false, false, TCRT_ACT_NONE}},
+        {"asym pads", {1, 8, 9, 3, 3, 2, 5, 2, 1, 1, 1, 0, 1, 1, 0, true, false, TCRT_ACT_RELU6}},
+        {"cin1 cout1", {2, 6, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_LEAKY}},
+        {"N=2 residual", {2, 5, 7, 64, 3, 3, 64, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
+        {"1x1 input", {2, 1, 1, 17, 3, 3, 100, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_NONE}},
+        {"1x1 s2 residual", {2, 8, 8, 64, 1, 1, 33, 2, 2, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_LEAKY}},
+        {"cout 80 (48 left)", {1, 4, 5, 5, 2, 2, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, false, TCRT_ACT_RELU6}},
+        {"cout 96 (32 left)", {1, 3, 13, 3, 1, 3, 96, 1, 2, 1, 1, 0, 1, 0, 1, true, true, TCRT_ACT_NONE}},
+        {"big pads", {1, 3, 3, 3, 3, 3, 5, 1, 1, 1, 1, 4, 3, 2, 5, false, false, TCRT_ACT_NONE}},
+        /* weights over 1 MB: Cout-block-major, taps split into groups (partial
+         * sums in C; bias, residual, activation once at the last group) */
+        {"deep taps split", {1, 4, 5, 1024, 3, 3, 80, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
+        {"cin 300 split", {2, 5, 4, 300, 3, 3, 100, 1, 1, 2, 1, 2, 1, 2, 1, true, false, TCRT_ACT_LEAKY}},
+        /* tile-major (weights under 1 MB) with several Cout blocks and many tiles */
+        {"tile major", {2, 9, 10, 40, 3, 3, 200, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_conv_all(&cases[i].c, cases[i].name);
+}
+END_TEST
+
+START_TEST(conv_random)
+{
+    static const int64_t cins[] = {1, 3, 17, 64}, couts[] = {1, 5, 16, 17, 33, 100};
+    for (int it = 0; it < 24; it++) {
+        ConvCase c;
+        memset(&c, 0, sizeof c);
+        frand();
+        uint64_t r = rng >> 20;
+        c.n = 1 + (int64_t)(r % 2);
+        c.cin = cins[(r >> 3) % 4];
+        c.cout = couts[(r >> 5) % 6];
+        c.kh = 1 + (int64_t)((r >> 8) % 3) * 2;
+        c.kw = 1 + (int64_t)((r >> 10) % 3);
+        c.sh = 1 + (int64_t)((r >> 12) % 2), c.sw = 1 + (int64_t)((r >> 13) % 2);
+        c.dh = 1 + (int64_t)((r >> 14) % 2), c.dw = 1;
+        c.pt = (int64_t)((r >> 15) % 3), c.pl = (int64_t)((r >> 17) % 2);
+        c.pb = (int64_t)((r >> 18) % 2), c.pr = (int64_t)((r >> 19) % 3);
+        c.h = (c.kh - 1) * c.dh + 1 + (int64_t)((r >> 21) % 6);
+        c.w = (c.kw - 1) * c.dw + 1 + (int64_t)((r >> 24) % 7);
+        c.bias = (r >> 27) & 1;
+        c.res = c.bias && ((r >> 28) & 1);
+        c.act = (int)((r >> 29) % 4);
+        char name[64];
+        snprintf(name, sizeof name, "random #%d", it);
+        run_conv_all(&c, name);
+    }
+}
+END_TEST
+
+START_TEST(conv_small_workspace)
+{
+    /* a workspace one byte short: the kernel falls back to the reference */
+    int64_t ny = 5 * 5 * 5;
+    float *x = rand_buf(5 * 5 * 3), *w = rand_buf(3 * 3 * 3 * 5), *bias = rand_buf(5);
+    float *pw = malloc((size_t)tcrt_conv_packed_floats(3, 3, 3, 5) * sizeof(float));
+    float ref[125], got[125];
+    tcrt_pack_conv_weights(w, 3, 3, 3, 5, pw);
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    p.i[TCRT_CONV_SH] = p.i[TCRT_CONV_SW] = p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = 1;
+    p.i[TCRT_CONV_PT] = p.i[TCRT_CONV_PL] = p.i[TCRT_CONV_PB] = p.i[TCRT_CONV_PR] = 1;
+    tcrt_tensor rin[3] = {
+        {x, TCRT_F32, 4, {1, 5, 5, 3}}, {w, TCRT_F32, 4, {3, 3, 3, 5}}, {bias, TCRT_F32, 1, {5}}};
+    tcrt_tensor rout = {ref, TCRT_F32, 4, {1, 5, 5, 5}};
+    ck_assert_int_eq(tcrt_ref_conv2d(rin, 3, &rout, 1, &p), TCRT_OK);
+    p.i[TCRT_CONV_PACKED] = 1;
+    p.i[TCRT_CONV_COUT] = 5;
+    tcrt_tensor in[3] = {rin[0], {pw, TCRT_F32, 5, {1, 3, 3, 3, 16}}, rin[2]};
+    tcrt_tensor out[2] = {{got, TCRT_F32, 4, {1, 5, 5, 5}}, {NULL, TCRT_U8, 1, {0}}};
+    size_t ws = tcrt_fast_conv2d_workspace(in, 3, out, &p);
+    /* sized for every thread up to TCRT_MAX_THREADS: pointers of one tile each */
+    ck_assert_uint_ge(ws, (size_t)TCRT_MAX_THREADS * TCRT_KERN_MAX_MR * 9 * sizeof(float *));
+    out[1].data = malloc(ws);
+    out[1].dims[0] = (int64_t)ws - 1;
+    ck_assert_int_eq(tcrt_fast_conv2d(in, 3, out, 2, &p), TCRT_OK);
+    for (int64_t i = 0; i < ny; i++)
+        ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + fabsf(ref[i])), "[%lld] %g vs %g", (long long)i,
+                      got[i], ref[i]);
+    free(out[1].data), free(x), free(w), free(bias), free(pw);
+}
+END_TEST
+
+/* tcrt_fast_matmul vs tcrt_ref_matmul on [b]xMxK * KxN (or NxK when tb). */
+static void run_mm(int64_t batch, int64_t M, int64_t N, int64_t K, bool tb, bool bias, int act,
+                   const char *what)
+{
+    int64_t na = batch * M * K, nb = K * N, nc = batch * M * N;
+    float *a = rand_buf(na), *b = rand_buf(nb), *bs = rand_buf(N);
+    float *ref = malloc((size_t)nc * sizeof(float)), *got = malloc((size_t)nc * sizeof(float));
+    float *mag = malloc((size_t)nc * sizeof(float));
+    float *aa = malloc((size_t)na * sizeof(float)), *ab = malloc((size_t)nb * sizeof(float));
+    for (int64_t i = 0; i < na; i++)
+        aa[i] = fabsf(a[i]);
+    for (int64_t i = 0; i < nb; i++)
+        ab[i] = fabsf(b[i]);
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    p.i[TCRT_MM_TB] = tb;
+    p.i[TCRT_MM_ACT] = act;
+    p.f[0] = 0.125;
+    int n_in = bias ? 3 : 2;
+    tcrt_tensor in[3] = {
+        {a, TCRT_F32, 3, {batch, M, K}}, {b, TCRT_F32, 2, {tb ? N : K, tb ? K : N}}, {bs, TCRT_F32, 1, {N}}};
+    tcrt_tensor rout = {ref, TCRT_F32, 3, {batch, M, N}};
+    ck_assert_int_eq(tcrt_ref_matmul(in, n_in, &rout, 1, &p), TCRT_OK);
+    tcrt_params pm = p;
+    pm.i[TCRT_MM_ACT] = TCRT_ACT_NONE;
+    tcrt_tensor ain[2] = {{aa, TCRT_F32, 3, {batch, M, K}}, {ab, TCRT_F32, 2, {tb ? N : K, tb ? K : N}}};
+    tcrt_tensor aout = {mag, TCRT_F32, 3, {batch, M, N}};
+    ck_assert_int_eq(tcrt_ref_matmul(ain, 2, &aout, 1, &pm), TCRT_OK);
+    tcrt_tensor out[2] = {{got, TCRT_F32, 3, {batch, M, N}}, {NULL, TCRT_U8, 1, {0}}};
+    size_t ws = tcrt_fast_matmul_workspace(in, n_in, out, &p);
+    out[1].data = malloc(ws ? ws : 1);
+    out[1].dims[0] = (int64_t)ws;
+    ck_assert_int_eq(tcrt_fast_matmul(in, n_in, out, 2, &p), TCRT_OK);
+    for (int64_t i = 0; i < nc; i++)
+        ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i] + (bias ? 1 : 0)),
+                      "%s [%lld]: got %.7g want %.7g", what, (long long)i, got[i], ref[i]);
+    free(out[1].data), free(a), free(b), free(bs), free(ref), free(got), free(mag), free(aa), free(ab);
+}
+
+START_TEST(matmul_cases)
+{
+    static const struct {
+        int64_t batch, M, N, K;
+        bool tb, bias;
+        int act;
+    } cases[] = {
+        {1, 37, 53, 29, false, true, TCRT_ACT_RELU},    {1, 64, 100, 130, true, false, TCRT_ACT_NONE},
+        {2, 19, 17, 128, false, true, TCRT_ACT_LEAKY},  {1, 13, 200, 1030, true, true, TCRT_ACT_RELU6},
+        {1, 100, 33, 256, false, false, TCRT_ACT_NONE}, {3, 9, 16, 64, true, true, TCRT_ACT_RELU},
+        {1, 70, 80, 600, false, true, TCRT_ACT_NONE},
+        /* GEMM blocking: 3 K blocks, 2 N blocks, M % 6 = 2 */
+        {1, 50, 530, 2100, true, true, TCRT_ACT_RELU},
+        /* A packed by several tasks; K % 16 = 0 */
+        {1, 600, 20, 64, false, true, TCRT_ACT_RELU6},
+    };
+    for (int isa = TCRT_ISA_PORTABLE; isa <= TCRT_ISA_AVX512; isa++) {
+        if (!tcrt_kern_isa_supported(isa))
+            continue;
+        int prev = tcrt_kern_force_isa(isa);
+        for (int t = 1; t <= 2; t++) {
+            tcrt_set_threads(t);
+            for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                char what[128];
+                snprintf(what, sizeof what, "matmul #%zu (%s, %d threads)", i, isa_name(isa), t);
+                run_mm(cases[i].batch, cases[i].M, cases[i].N, cases[i].K, cases[i].tb, cases[i].bias,
+                       cases[i].act, what);
+            }
+        }
+        tcrt_kern_force_isa(prev);
+    }
+    tcrt_set_threads(1);
+}
+END_TEST
+
+START_TEST(isa_cap)
+{
+    /* the portable kernel is always there; a cap never picks an unsupported ISA */
+    ck_assert(tcrt_kern_isa_supported(TCRT_ISA_PORTABLE));
+    int prev = tcrt_kern_force_isa(TCRT_ISA_PORTABLE);
+    ck_assert_int_eq(tcrt_kern_isa(), TCRT_ISA_PORTABLE);
+    tcrt_kern_force_isa(TCRT_ISA_AVX512);
+    ck_assert(tcrt_kern_isa_supported(tcrt_kern_isa()));
+    tcrt_kern_force_isa(prev);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("runtime_fast_conv");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, conv_cases);
+    tcase_add_test(tc, conv_random);
+    tcase_add_test(tc, conv_small_workspace);
+    tcase_add_test(tc, matmul_cases);
+    tcase_add_test(tc, isa_cap);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
