@@ -39,4 +39,21 @@ typedef struct CgOptions {
 
 bool cgc_emit(const IrGraph *g, const CgOptions *o, const char *dir, Status *st);
 
+/* cgl_: the LLVM backend (LLVM C API; built only when meson finds LLVM 19,
+ * otherwise cgl_available() is false and cgl_emit_object fails with a clear
+ * message).  cgl_emit_object writes one object file, obj_path, for the target
+ * triple/cpu/features (features may be NULL or ""), optimized with LLVM's new
+ * pass manager, holding everything the C backend's NAME.c and NAME_weights.S
+ * hold (the same symbols: NAME_run, NAME_model, ... and the weights), so the
+ * C backend's NAME.h and NAME_main.c work with it unchanged.  Deterministic:
+ * same graph and target, same bytes. */
+typedef struct CgLlvmTarget {
+    const char *triple;           /* "x86_64-pc-linux-gnu", "aarch64-unknown-linux-gnu" */
+    const char *cpu;              /* "x86-64-v3", "cortex-a76", "generic" */
+    const char *features;         /* LLVM feature string, or NULL */
+} CgLlvmTarget;
+bool cgl_available(void);
+bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t, const char *obj_path,
+                     Status *st);
+
 #endif
