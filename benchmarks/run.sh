@@ -1,15 +1,20 @@
 #!/bin/bash
-# run.sh: `make bench`. Installs what is missing, builds tfcc, runs benchmarks/bench.js and
-# writes benchmarks/RESULTS.md (compile time per corpus model, nsfwjs MobileNetV2 run time
-# against TF.js wasm, planned arena vs intermediates). Needs ../shared/models.
+# run.sh: `make bench`. Installs what is missing (scripts/setup.sh --bench: PyTorch, /usr/bin/time,
+# onnxruntime-node), builds tfcc (and benchmarks/sgemm when the build defines it), runs
+# benchmarks/bench.js and writes benchmarks/RESULTS.md. Needs ../shared/models.
 #
-# usage: benchmarks/run.sh [bench.js options, e.g. --rounds 9 --repeat 20]
+# usage: [BUILD=build] benchmarks/run.sh [bench.js options, e.g. --quick, --rounds 9 --repeat 20, --only resnet]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+build=${BUILD:-build}
 models="$root/../shared/models"
 [ -f "$models/manifest.json" ] || { echo "bench: $models/manifest.json not found (the corpus is needed)" >&2; exit 1; }
-scripts/setup.sh
-[ -f build/build.ninja ] || meson setup build
-ninja -C build compiler/tfcc
-exec node benchmarks/bench.js --tfcc "$root/build/compiler/tfcc" --models "$models" --out "$root/benchmarks/RESULTS.md" "$@"
+scripts/setup.sh --bench
+[ -f "$build/build.ninja" ] || meson setup "$build"
+targets=(compiler/tfcc)
+ninja -C "$build" -t targets all 2>/dev/null | grep -q '^benchmarks/sgemm:' && targets+=(benchmarks/sgemm)
+ninja -C "$build" "${targets[@]}"
+build=$(cd "$build" && pwd)
+exec node benchmarks/bench.js --tfcc "$build/compiler/tfcc" --sgemm "$build/benchmarks/sgemm" --models "$models" \
+    --out "$root/benchmarks/RESULTS.md" "$@"

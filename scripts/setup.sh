@@ -8,21 +8,32 @@
 #    tools/node/node_modules from tools/node/package.json (exact versions). npm runs only when
 #    node_modules is missing or was installed from a different package.json (a stamp file keeps
 #    the sha256 of the package.json it was installed from).
+# 3. With --bench (opt-in, `make bench`): also the benchmark peers, PyTorch from Debian
+#    (python3-torch, python3-torchvision, python3-numpy), `time` (/usr/bin/time, peak RSS), and
+#    ONNX Runtime (npm onnxruntime-node, exact version in benchmarks/node/package.json) into
+#    benchmarks/node/node_modules, with ONNXRUNTIME_NODE_INSTALL=skip (its postinstall would try to
+#    download the CUDA provider; the CPU binaries are inside the package). Same stamp logic as 2.
 #
-# usage: scripts/setup.sh [--no-node]     (--no-node: Debian packages only)
+# usage: scripts/setup.sh [--no-node | --bench]   (--no-node: Debian packages only)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 want_node=1
+want_bench=0
 [ "${1:-}" = "--no-node" ] && want_node=0
+[ "${1:-}" = "--bench" ] && want_bench=1
 
 # build: meson ninja-build pkg-config gcc g++ check protobuf-c eigen
 # sanitizers: clang + its runtime (ASan/UBSan libraries for clang builds); valgrind (make test-valgrind)
 # demo: python-matplotlib-data ships grace_hopper.jpg (a real photo, public domain)
+# targets: the aarch64-linux-gnu cross toolchain (tfcc --target aarch64-linux-gnu) and qemu-user to test it
+# llvm backend (--backend llvm, optional in meson): llvm-19-dev (llvm-config-19, libLLVM-19)
 pkgs=(meson ninja-build pkg-config gcc g++ check libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libonnx-testdata
-      libeigen3-dev clang libclang-rt-14-dev valgrind python-matplotlib-data)
+      libeigen3-dev clang libclang-rt-14-dev valgrind python-matplotlib-data
+      gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user llvm-19-dev)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+[ $want_bench -eq 0 ] || pkgs+=(python3-numpy python3-torch python3-torchvision time)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -65,4 +76,20 @@ if [ $need -eq 1 ]; then
     echo "$sum" > "$stamp"
 else
     echo "setup: node packages present"
+fi
+
+[ $want_bench -eq 1 ] || exit 0
+
+benchdir="$root/benchmarks/node"
+stamp="$benchdir/node_modules/.tfcc-package-sha256"
+sum=$(sha256sum "$benchdir/package.json" | cut -d' ' -f1)
+need=0
+[ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] || need=1
+[ -f "$benchdir/node_modules/onnxruntime-node/package.json" ] || need=1
+if [ $need -eq 1 ]; then
+    echo "setup: npm install in benchmarks/node (onnxruntime-node, about 290 MB)"
+    (cd "$benchdir" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --no-package-lock --loglevel=error)
+    echo "$sum" > "$stamp"
+else
+    echo "setup: benchmark node packages present"
 fi
