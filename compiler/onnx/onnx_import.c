@@ -363,17 +363,13 @@ static bool is_initializer(const Onnx__GraphProto *gp, const char *name)
     return false;
 }
 
-/* A graph input: its type from the ValueInfo, dims from the spec when given. */
-static bool add_input(IrGraph *g, const Onnx__ValueInfoProto *vi, const OnnxImportOptions *o, VTable *vt,
-                      Status *st)
+/* A tensor graph input, or a tensor inside a sequence or optional input
+ * (named by the rule of add_input): its type from tt, dims from the spec
+ * when given; a spec with a value (--const) makes it a constant. */
+static bool tensor_input(IrGraph *g, const char *name, const Onnx__TypeProto__Tensor *tt,
+                         const OnnxImportOptions *o, IrValue *out, Status *st)
 {
-    const char *name = vi->name;
     const TfFeedSpec *spec = find_spec(o, name);
-    const Onnx__TypeProto__Tensor *tt =
-        vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? vi->type->tensor_type : NULL;
-    if (!tt)
-        return st_errorf(st, ST_UNSUPPORTED, "%s: graph input '%s' is not a tensor (sequence, map and optional "
-                                             "inputs are not supported)", o->file, name);
     IrType t;
     memset(&t, 0, sizeof t);
     if (!map_dtype(tt->elem_type, &t.dtype))
@@ -422,9 +418,114 @@ static bool add_input(IrGraph *g, const Onnx__ValueInfoProto *vi, const OnnxImpo
         v = c.node && spec->value->dtype != t.dtype ? ir_cast(g, c, t.dtype, st) : c;
     } else
         v = ir_add_feed(g, name, &t, st);
-    if (!v.node)
-        return false;
-    return vt_put(vt, name, v, st);
+    *out = v;
+    return v.node != NULL;
+}
+
+/* The length of sequence input `name`: `--feed NAME:0:L` (a rank-1 "shape"
+ * [L]; L may be 0), else the number of element specs NAME.0, NAME.1, ...
+ * Element specs past the length are errors naming the missing element or
+ * the length. */
+static bool seq_input_length(const char *name, const OnnxImportOptions *o, int *len, Status *st)
+{
+    const TfFeedSpec *spec = find_spec(o, name);
+    size_t nl = strlen(name);
+    bool explicit_len = spec && spec->has_shape;
+    int n = 0;
+    if (spec && spec->value)
+        return st_errorf(st, ST_ERROR, "%s: --const %s: '%s' is a sequence input: bind its elements (%s.0, "
+                         "%s.1, ...) one by one", o->file, name, name, name, name);
+    if (explicit_len) {
+        if (spec->shape.rank != 1 || spec->shape.dims[0] > 4096)
+            return st_errorf(st, ST_ERROR, "%s: --feed %s: '%s' is a sequence input: give its length as "
+                             "--feed %s:0:L (L <= 4096) and its elements as --feed %s.K:DIMS", o->file,
+                             spec->name, name, name, name);
+        n = (int)spec->shape.dims[0];
+    } else {
+        char en[600];
+        while (n < 4096) {
+            snprintf(en, sizeof en, "%s.%d", name, n);
+            if (!find_spec(o, en))
+                break;
+            n++;
+        }
+    }
+    for (int i = 0; i < o->n_feeds; i++) {
+        const char *s = o->feeds[i].name;
+        if (strncmp(s, name, nl) || s[nl] != '.' || s[nl + 1] < '0' || s[nl + 1] > '9')
+            continue;
+        long k = strtol(s + nl + 1, NULL, 10);
+        if (k < n)
+            continue;
+        if (explicit_len)
+            return st_errorf(st, ST_ERROR, "%s: feed '%s': sequence input '%s' has length %d (--feed %s:0:%d)",
+                             o->file, s, name, n, name, n);
+        return st_errorf(st, ST_ERROR, "%s: feed '%s': sequence input '%s' has no element %s.%d (its elements "
+                         "are fed as %s.0, %s.1, ... with no gap)", o->file, s, name, name, n, name, name);
+    }
+    if (!explicit_len && n == 0)
+        return st_errorf(st, ST_ERROR, "%s: graph input '%s' is a sequence: feed its elements as %s.0, %s.1, "
+                         "... (--feed %s.K:DIMS, --const %s.K=FILE), or give its length with --feed %s:0:L "
+                         "(0: empty)", o->file, name, name, name, name, name, name);
+    *len = n;
+    return true;
+}
+
+/* A graph input of type tp named `name`.  Tensors are feeds (or constants)
+ * of that name.  A sequence of length L (seq_input_length) is the import-time
+ * list of its elements, inputs named NAME.0 ... NAME.L-1 (nested sequences:
+ * NAME.0.0 ...).  An optional is None when `--feed NAME:none` is given, else
+ * it holds its element, an input named NAME.  See docs/onnx.md. */
+static bool typed_input(OnnxCtx *c, const char *name, const Onnx__TypeProto *tp, const OnnxImportOptions *o,
+                        int depth, IrValue *out)
+{
+    Status *st = c->st;
+    if (!tp || depth > 8)
+        return st_errorf(st, ST_UNSUPPORTED, "%s: graph input '%s' has no type (or nests too deeply)", o->file,
+                         name);
+    switch (tp->value_case) {
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+        return tensor_input(c->g, name, tp->tensor_type, o, out, st);
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE: {
+        int n = 0;
+        if (!seq_input_length(name, o, &n, st))
+            return false;
+        IrValue *el = calloc((size_t)n + 1, sizeof *el);
+        if (!el)
+            return st_errorf(st, ST_NOMEM, "out of memory");
+        bool ok = true;
+        for (int k = 0; k < n && ok; k++) {
+            char en[600];
+            snprintf(en, sizeof en, "%s.%d", name, k);
+            ok = typed_input(c, en, tp->sequence_type->elem_type, o, depth + 1, &el[k]);
+        }
+        if (ok)
+            *out = onnx_seq_new(c, el, n, false);
+        free(el);
+        return ok && st_ok(st);
+    }
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE: {
+        char none[600];
+        snprintf(none, sizeof none, "%s:none", name);
+        bool is_none = false;
+        for (int i = 0; i < o->n_feeds; i++)
+            is_none |= !strcmp(o->feeds[i].name, none);
+        IrValue el = {NULL, 0};
+        if (!is_none && !typed_input(c, name, tp->optional_type->elem_type, o, depth + 1, &el))
+            return false;
+        *out = onnx_seq_new(c, &el, is_none ? 0 : 1, true);
+        return st_ok(st);
+    }
+    default:
+        return st_errorf(st, ST_UNSUPPORTED, "%s: graph input '%s' is not a tensor, sequence or optional (map "
+                         "and sparse tensor inputs are not supported)", o->file, name);
+    }
+}
+
+static bool add_input(OnnxCtx *c, const Onnx__ValueInfoProto *vi, const OnnxImportOptions *o, VTable *vt)
+{
+    IrValue v = {NULL, 0};
+    return typed_input(c, vi->name, vi->type, o, 0, &v) && vt_put(vt, vi->name, v, c->st);
 }
 
 static bool check_ops(const Onnx__GraphProto *gp, const char *file, Status *st)
@@ -661,6 +762,89 @@ bool onnx_lower_graph(OnnxCtx *c, const char *attr, const Onnx__GraphProto *gp, 
     return ok && st_ok(c->st);
 }
 
+/* s without the suffix suf (a static buffer: use before the next call). */
+static const char *strip_suffix(const char *s, const char *suf)
+{
+    static char buf[600];
+    size_t n = strlen(s), k = strlen(suf);
+    snprintf(buf, sizeof buf, "%s", s);
+    if (n > k && n - k < sizeof buf && !strcmp(s + n - k, suf))
+        buf[n - k] = 0;
+    return buf;
+}
+
+/* True when s names a part of a sequence or optional graph input: NAME.K
+ * (an element; NAME.K.J nested) or NAME:none (an absent optional). */
+static bool seq_part_of(const OnnxCtx *c, const VTable *vt, const char *s)
+{
+    char base[600];
+    snprintf(base, sizeof base, "%s", strip_suffix(s, ":0"));
+    char *cut = strstr(base, ":none");
+    if (cut && !cut[5]) {
+        *cut = 0;
+        const IrValue *v = vt_get(vt, base);
+        return v && onnx_seq_get(c, *v) && onnx_seq_get(c, *v)->is_optional;
+    }
+    for (char *dot = strrchr(base, '.'); dot; dot = strrchr(base, '.')) {
+        *dot = 0;
+        const IrValue *v = vt_get(vt, base);
+        if (v)
+            return onnx_seq_get(c, *v) != NULL;
+    }
+    return false;
+}
+
+/* The value a fetch names: a value of the graph, or an element NAME.K of a
+ * sequence (an optional's element is reached through it: NAME.K of an
+ * optional sequence). */
+static bool resolve_fetch(const OnnxCtx *c, const VTable *vt, const char *name, int depth, IrValue *v)
+{
+    const IrValue *p = vt_get(vt, name);
+    if (!p)
+        p = vt_get(vt, strip_suffix(name, ":0"));
+    if (p) {
+        *v = *p;
+        return true;
+    }
+    const char *dot = strrchr(name, '.');
+    if (!dot || depth > 8 || dot[1] < '0' || dot[1] > '9' || strspn(dot + 1, "0123456789") != strlen(dot + 1))
+        return false;
+    char base[600];
+    snprintf(base, sizeof base, "%.*s", (int)(dot - name), name);
+    IrValue b;
+    if (!resolve_fetch(c, vt, base, depth + 1, &b))
+        return false;
+    const OnnxSeq *s = onnx_seq_get(c, b);
+    if (s && s->is_optional && s->n == 1)
+        s = onnx_seq_get(c, s->v[0]);
+    long k = strtol(dot + 1, NULL, 10);
+    if (!s || s->is_optional || k >= s->n)
+        return false;
+    *v = s->v[k];
+    return true;
+}
+
+/* Fetches v as `name`: a tensor as itself, a sequence of length L as its
+ * elements NAME.0 ... NAME.L-1 (nested: NAME.0.0 ...), an optional as its
+ * element under NAME, or nothing when it is None. */
+static bool add_fetch(OnnxCtx *c, const char *name, IrValue v, int depth)
+{
+    if (v.node)
+        return ir_add_fetch(c->g, name, v, c->st);
+    const OnnxSeq *s = onnx_seq_get(c, v);
+    if (!s || depth > 8)
+        return st_errorf(c->st, ST_ERROR, "%s: fetch '%s' has no value", c->file, name);
+    if (s->is_optional)
+        return s->n == 0 || add_fetch(c, name, s->v[0], depth + 1);
+    for (int k = 0; k < s->n; k++) {
+        char en[600];
+        snprintf(en, sizeof en, "%s.%d", name, k);
+        if (!add_fetch(c, en, s->v[k], depth + 1))
+            return false;
+    }
+    return true;
+}
+
 IrGraph *onnx_import(const Onnx__ModelProto *m, const OnnxImportOptions *o, Status *st)
 {
     const char *file = o->file ? o->file : "<model>";
@@ -700,30 +884,25 @@ IrGraph *onnx_import(const Onnx__ModelProto *m, const OnnxImportOptions *o, Stat
         if (onnx_tensor_to_const(g, tp, file, what, &v, st))
             vt_put(&vt, tp->name, v, st);
     }
+    struct OnnxSeqs *seqs = onnx_seqs_new();
+    c.seqs = seqs;
+    if (!seqs)
+        st_errorf(st, ST_NOMEM, "out of memory");
     for (size_t i = 0; i < gp->n_input && st_ok(st); i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         if (!vi->name || (is_initializer(gp, vi->name) && vt_get(&vt, vi->name)))
             continue;
         ir_graph_set_origin(g, vi->name, "input");
-        add_input(g, vi, o, &vt, st);
+        add_input(&c, vi, o, &vt);
     }
     for (int i = 0; i < o->n_feeds && st_ok(st); i++) {
         const char *s = o->feeds[i].name;
-        char base[512];
-        snprintf(base, sizeof base, "%s", s);
-        size_t bl = strlen(base);
-        if (bl > 2 && !strcmp(base + bl - 2, ":0"))
-            base[bl - 2] = 0;
-        if (!vt_get(&vt, s) && !vt_get(&vt, base))
+        if (!vt_get(&vt, s) && !vt_get(&vt, strip_suffix(s, ":0")) && !seq_part_of(&c, &vt, s))
             st_errorf(st, ST_ERROR, "%s: --feed %s: the graph has no input of that name", file, s);
     }
     OnnxScope sc = {&vt, NULL};
-    struct OnnxSeqs *seqs = onnx_seqs_new();
     c.scope = &sc;
-    c.seqs = seqs;
-    if (!seqs)
-        st_errorf(st, ST_NOMEM, "out of memory");
-    else
+    if (st_ok(st))
         lower_nodes(&c, gp, &sc);
     c.nd = NULL;
     if (st_ok(st)) {
@@ -732,26 +911,16 @@ IrGraph *onnx_import(const Onnx__ModelProto *m, const OnnxImportOptions *o, Stat
         int nf = o->n_fetches ? o->n_fetches : (int)gp->n_output;
         for (int i = 0; i < nf && st_ok(st); i++) {
             const char *name = o->n_fetches ? o->fetches[i] : gp->output[i]->name;
-            const IrValue *v = vt_get(&vt, name ? name : "");
-            char base[512];
-            if (!v && name) {
-                snprintf(base, sizeof base, "%s", name);
-                size_t bl = strlen(base);
-                if (bl > 2 && !strcmp(base + bl - 2, ":0")) {
-                    base[bl - 2] = 0;
-                    v = vt_get(&vt, base);
-                }
-            }
-            if (!v)
+            IrValue v = {NULL, 0};
+            if (!name || !resolve_fetch(&c, &vt, name, 0, &v))
                 st_errorf(st, ST_ERROR, "%s: fetch '%s': no value of that name in the graph", file,
                           name ? name : "");
-            else if (!v->node)
-                st_errorf(st, ST_UNSUPPORTED,
-                          "%s: fetch '%s' is a sequence or an optional: graph outputs must be tensors", file,
-                          name ? name : "");
             else
-                ir_add_fetch(g, name, *v, st);
+                add_fetch(&c, name, v, 0);
         }
+        if (st_ok(st) && g->n_fetches == 0)
+            st_errorf(st, ST_UNSUPPORTED, "%s: every output is an empty sequence or a None optional: nothing to "
+                      "fetch", file);
     }
     free(vt.e);
     onnx_seqs_free(seqs);

@@ -88,6 +88,8 @@ bool onnx_lower_det(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out);
 bool onnx_lower_compress(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out);
 bool onnx_lower_unique(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out);
 bool onnx_lower_nms(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out);
+bool onnx_lower_nonzero(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out);
+bool onnx_lower_maxunpool(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out);
 /* Sequences and optionals (onnx_ops_seq.c) exist only at import time, as
  * lists of tensors.  In the value table one is IrValue {NULL, id}, id >= 1
  * (a NULL node with index 0 is an omitted input), so tensor rows see it as

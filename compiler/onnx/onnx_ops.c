@@ -140,6 +140,10 @@ BINARY(lower_or, OP_OR)
 
 static bool lower_identity(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
 {
+    if (n_in >= 1 && onnx_is_seq(in[0])) { /* a sequence or an optional passes through */
+        out[0] = in[0];
+        return true;
+    }
     if (!need(c, in, n_in, 1))
         return false;
     out[0] = in[0];
@@ -2366,17 +2370,74 @@ static int64_t floor_half(int64_t v)
     return v >= 0 ? v / 2 : -((-v + 1) / 2);
 }
 
+static bool lower_conv_transpose(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out);
+
+/* 3-D without attributes (unit strides and dilations, no padding, group
+ * 1): y[:, :, od] = sum over the depth taps kd of the 2-D transposed
+ * convolution of x[:, :, od - kd] with w[:, :, kd].  The depth is folded
+ * into the batch; each tap's result is padded along the depth to its
+ * place (kd before, KD - 1 - kd after) and the taps are summed. */
+static bool conv_transpose_3d(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
+{
+    static const char *const attrs[] = {"strides", "dilations", "pads", "output_padding", "output_shape",
+                                        "kernel_shape", "auto_pad"};
+    for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++)
+        if (onnx_attr(c, attrs[i]) && strcmp(attrs[i], "kernel_shape"))
+            return onnx_errorf(c, "3-D transposed convolution: attribute '%s' is not supported (only the "
+                                  "defaults: unit strides, no padding)", attrs[i]);
+    int64_t group;
+    if (!onnx_attr_int(c, "group", 1, &group))
+        return false;
+    const IrShape xs = *shape_of(in[0]), ws = *shape_of(in[1]);
+    if (group != 1 || ws.rank != 5 || ws.dims[0] != xs.dims[1])
+        return onnx_errorf(c, "3-D transposed convolution: group must be 1 and W [C, M, kD, kH, kW] match X");
+    int64_t N = xs.dims[0], C = xs.dims[1], D = xs.dims[2], KD = ws.dims[2];
+    IrValue xr = transpose(c, in[0], (int64_t[]){0, 2, 1, 3, 4}, 5);
+    TRY(xr = reshape_to(c, xr, 4, (int64_t[]){N * D, C, xs.dims[3], xs.dims[4]}));
+    IrValue sum = {NULL, 0};
+    for (int64_t kd = 0; kd < KD; kd++) {
+        IrValue iv = ir_const_i64s(c->g, TCRT_I64, &kd, 1, c->st), wk, z;
+        TRY(iv);
+        IrParams p;
+        memset(&p, 0, sizeof p);
+        p.i[0] = 2;
+        TRY(wk = ir_emit1(c->g, OP_GATHER, (IrValue[]){in[1], iv}, 2, &p, NULL, c->st));
+        TRY(wk = reshape_to(c, wk, 4, (int64_t[]){ws.dims[0], ws.dims[1], ws.dims[3], ws.dims[4]}));
+        if (!lower_conv_transpose(c, (IrValue[]){xr, wk}, 2, &z))
+            return false;
+        const IrShape zs = *shape_of(z);
+        TRY(z = reshape_to(c, z, 5, (int64_t[]){N, D, zs.dims[1], zs.dims[2], zs.dims[3]}));
+        memset(&p, 0, sizeof p);
+        p.i[2] = kd;
+        p.i[3] = KD - 1 - kd;
+        TRY(z = ir_emit1(c->g, OP_PAD, &z, 1, &p, NULL, c->st));
+        sum = sum.node ? bin(c, OP_ADD, sum, z) : z;
+        TRY(sum);
+    }
+    TRY(sum = transpose(c, sum, (int64_t[]){0, 2, 1, 3, 4}, 5));
+    if (n_in > 2 && in[2].node) {
+        IrValue bias = reshape_to(c, in[2], 4, (int64_t[]){ws.dims[1], 1, 1, 1});
+        TRY(bias);
+        TRY(sum = bin(c, OP_ADD, sum, bias));
+    }
+    out[0] = sum;
+    return true;
+}
+
 /* 1-D (as 2-D over H = 1) and 2-D; output_shape may ask for more than the
  * transposed convolution produces: the extra rows/columns are zeros (plus
- * the bias), as negative pads in ONNX's reference. */
+ * the bias), as negative pads in ONNX's reference.  3-D: conv_transpose_3d. */
 static bool lower_conv_transpose(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
 {
     if (!need(c, in, n_in, 2))
         return false;
     IrValue x = in[0], w = in[1];
     int rank = shape_of(x)->rank;
+    if (rank == 5)
+        return conv_transpose_3d(c, in, n_in, out);
     if ((rank != 4 && rank != 3) || shape_of(w)->rank != rank)
-        return onnx_errorf(c, "only 1-D and 2-D transposed convolutions are supported (input rank %d)", rank);
+        return onnx_errorf(c, "only 1-D, 2-D and 3-D transposed convolutions are supported (input rank %d)",
+                           rank);
     int nsp = rank - 2, sp0 = 2 - nsp; /* attribute value i goes to spatial slot sp0 + i */
     if (rank == 3) {
         const IrShape *a = shape_of(x), *b = shape_of(w);
@@ -2836,7 +2897,7 @@ INVERSE(lower_asinh, INV_ASINH)
 INVERSE(lower_acosh, INV_ACOSH)
 INVERSE(lower_atanh, INV_ATANH)
 
-/* ---- Einsum (one or two operands, no ellipsis, no repeated subscript) ---- */
+/* ---- Einsum (one or two operands) ---- */
 
 /* A term's subscripts (letters) into l[]; false with an error otherwise. */
 static bool einsum_term(OnnxCtx *c, const char *s, size_t len, char *l, int *n, const char *what)
@@ -2852,8 +2913,8 @@ static bool einsum_term(OnnxCtx *c, const char *s, size_t len, char *l, int *n, 
             return onnx_errorf(c, "equation %s: bad character '%c'", what, ch);
         if (*n >= IR_MAX_RANK)
             return onnx_errorf(c, "equation %s: more than %d subscripts", what, IR_MAX_RANK);
-        if (memchr(l, ch, (size_t)*n))
-            return onnx_errorf(c, "equation %s: repeated subscript '%c' (diagonal) is not supported", what, ch);
+        if (memchr(l, ch, (size_t)*n) && !strcmp(what, "output"))
+            return onnx_errorf(c, "equation %s: repeated subscript '%c'", what, ch);
         l[(*n)++] = ch;
     }
     return true;
@@ -2895,19 +2956,160 @@ static IrValue einsum_order(OnnxCtx *c, IrValue x, const char *l, int n, const c
     return id ? x : transpose(c, x, perm, n);
 }
 
+/* Rewrites eq (operands in[n_in]) with each "..." replaced by letters the
+ * equation does not use, one per dim it covers (right-aligned across the
+ * operands); an implicit output becomes explicit (the ellipsis letters, then
+ * the subscripts used once, in alphabetical order).  out gets the result. */
+static bool einsum_expand(OnnxCtx *c, const char *eq, const IrValue *in, int n_in, char *res, size_t nres)
+{
+    if (!strstr(eq, "..."))
+        return snprintf(res, nres, "%s", eq) < (int)nres;
+    bool used[128] = {false};
+    for (const char *p = eq; *p; p++)
+        if ((unsigned char)*p < 128)
+            used[(int)*p] = true;
+    char el[IR_MAX_RANK];
+    int ne = 0;
+    const char *arrow = strstr(eq, "->");
+    size_t lhs_len = arrow ? (size_t)(arrow - eq) : strlen(eq);
+    /* the ellipsis rank: the most dims any operand's "..." covers */
+    int erank[2] = {0, 0}, emax = 0;
+    const char *t = eq;
+    for (int k = 0; k < n_in; k++) {
+        const char *end = memchr(t, ',', lhs_len - (size_t)(t - eq));
+        size_t len = end ? (size_t)(end - t) : lhs_len - (size_t)(t - eq);
+        int letters = 0;
+        bool has = false;
+        for (size_t i = 0; i < len; i++) {
+            if (t[i] == '.' && i + 2 < len + 0 && t[i + 1] == '.' && t[i + 2] == '.')
+                has = true, i += 2;
+            else if (t[i] != ' ')
+                letters++;
+        }
+        if (has) {
+            erank[k] = ir_value_type(in[k])->shape.rank - letters;
+            if (erank[k] < 0)
+                return onnx_errorf(c, "operand %d has rank %d, fewer than its term's %d subscripts", k,
+                                   ir_value_type(in[k])->shape.rank, letters);
+            emax = erank[k] > emax ? erank[k] : emax;
+        }
+        t = end ? end + 1 : t + len;
+    }
+    for (int ch = 'A'; ch <= 'z' && ne < emax; ch++)
+        if (((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z')) && !used[ch])
+            el[ne++] = (char)ch;
+    if (ne < emax)
+        return onnx_errorf(c, "equation '%s': no letters left for the ellipsis", eq);
+    size_t w = 0;
+    int k = 0;
+    for (size_t i = 0; i < lhs_len && w + IR_MAX_RANK + 2 < nres; i++) {
+        if (eq[i] == ',')
+            k++;
+        if (eq[i] == '.' && i + 2 < lhs_len && eq[i + 1] == '.' && eq[i + 2] == '.') {
+            for (int j = emax - erank[k < 2 ? k : 1]; j < emax; j++)
+                res[w++] = el[j];
+            i += 2;
+        } else
+            res[w++] = eq[i];
+    }
+    if (w + 3 * IR_MAX_RANK + 8 >= nres)
+        return onnx_errorf(c, "attribute equation is too long");
+    res[w++] = '-', res[w++] = '>';
+    if (arrow) {
+        for (const char *p = arrow + 2; *p && w + IR_MAX_RANK + 1 < nres; p++) {
+            if (p[0] == '.' && p[1] == '.' && p[2] == '.') {
+                for (int j = 0; j < emax; j++)
+                    res[w++] = el[j];
+                p += 2;
+            } else
+                res[w++] = *p;
+        }
+    } else {
+        for (int j = 0; j < emax; j++)
+            res[w++] = el[j];
+        for (int ch = 'A'; ch <= 'z'; ch++) {
+            if (!used[ch] || !((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z')))
+                continue;
+            int uses = 0;
+            for (size_t i = 0; i < lhs_len; i++)
+                uses += eq[i] == ch;
+            if (uses == 1 && w + 1 < nres)
+                res[w++] = (char)ch;
+        }
+    }
+    res[w] = 0;
+    return true;
+}
+
+/* A subscript repeated within one term (x's letters l[n]) takes the
+ * diagonal: the second axis moved after the first, the two merged, and a
+ * gather of positions k * (d + 1). */
+static IrValue einsum_diagonal(OnnxCtx *c, IrValue x, char *l, int *n)
+{
+    for (int i = 0; i < *n && x.node; i++) {
+        for (int j = i + 1; j < *n && x.node; j++) {
+            if (l[j] != l[i])
+                continue;
+            const IrShape *s = shape_of(x);
+            int64_t d = s->dims[i];
+            if (s->dims[j] != d) {
+                onnx_errorf(c, "repeated subscript '%c' has sizes %lld and %lld", l[i], (long long)d,
+                            (long long)s->dims[j]);
+                return (IrValue){NULL, 0};
+            }
+            int64_t perm[IR_MAX_RANK], dims[IR_MAX_RANK], m = 0;
+            char nl[IR_MAX_RANK];
+            for (int k = 0; k < *n; k++) {
+                if (k == j)
+                    continue;
+                perm[m] = k;
+                nl[m] = l[k];
+                dims[m++] = s->dims[k];
+                if (k == i)
+                    perm[m++] = j;
+            }
+            x = transpose(c, x, perm, *n);
+            dims[i] = d * d;
+            for (int k = i + 1; k < *n - 1; k++)
+                dims[k] = s->dims[perm[k + 1]];
+            x = x.node ? reshape_to(c, x, *n - 1, dims) : x;
+            int64_t *pos = malloc((size_t)(d + 1) * sizeof *pos);
+            if (!pos) {
+                st_errorf(c->st, ST_NOMEM, "out of memory");
+                return (IrValue){NULL, 0};
+            }
+            for (int64_t k = 0; k < d; k++)
+                pos[k] = k * (d + 1);
+            IrValue iv = ir_const_i64s(c->g, TCRT_I64, pos, (int)d, c->st);
+            free(pos);
+            IrParams p;
+            memset(&p, 0, sizeof p);
+            p.i[0] = i;
+            x = x.node && iv.node ? ir_emit1(c->g, OP_GATHER, (IrValue[]){x, iv}, 2, &p, NULL, c->st)
+                                  : (IrValue){NULL, 0};
+            (*n)--;
+            memcpy(l, nl, (size_t)*n);
+            j = i; /* look again after the merged axis */
+        }
+    }
+    return x;
+}
+
 /* One operand: reduce_sum + transpose.  Two: the subscripts only one side
  * has and the output lacks are summed first; then A -> [batch, M, K] and
  * B -> [batch, K, N] (transpose + reshape), a batched matmul, and the
  * result reshaped and transposed to the output's order. */
 static bool lower_einsum(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
 {
-    char eq[256];
-    if (!need(c, in, n_in, 1) || !onnx_attr_str(c, "equation", "", eq, sizeof eq))
+    char eq0[256], eq[512];
+    if (!need(c, in, n_in, 1) || !onnx_attr_str(c, "equation", "", eq0, sizeof eq0))
         return false;
-    if (strlen(eq) >= sizeof eq - 1)
+    if (strlen(eq0) >= sizeof eq0 - 1)
         return onnx_errorf(c, "attribute equation is too long");
     if (n_in > 2)
         return onnx_errorf(c, "%d operands: only one or two are supported", n_in);
+    if (!need(c, in, n_in, n_in) || !einsum_expand(c, eq0, in, n_in, eq, sizeof eq))
+        return false;
     const char *arrow = strstr(eq, "->");
     size_t lhs_len = arrow ? (size_t)(arrow - eq) : strlen(eq);
     const char *comma = memchr(eq, ',', lhs_len);
@@ -2921,8 +3123,13 @@ static bool lower_einsum(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
         return false;
     int64_t dim[128];
     bool seen[128] = {false};
+    IrValue ops[2] = {in[0], n_in > 1 ? in[1] : in[0]};
     for (int k = 0; k < n_in; k++) {
-        const IrShape *s = shape_of(in[k]);
+        if (shape_of(in[k])->rank != n[k])
+            return onnx_errorf(c, "operand %d has rank %d, its term %d subscripts", k, shape_of(in[k])->rank,
+                               n[k]);
+        TRY(ops[k] = einsum_diagonal(c, ops[k], l[k], &n[k]));
+        const IrShape *s = shape_of(ops[k]);
         if (s->rank != n[k])
             return onnx_errorf(c, "operand %d has rank %d, its term %d subscripts", k, s->rank, n[k]);
         for (int i = 0; i < n[k]; i++) {
@@ -2949,13 +3156,13 @@ static bool lower_einsum(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
                 o[no++] = (char)ch;
         }
     }
-    IrValue x = in[0];
+    IrValue x = ops[0];
     if (n_in == 1) {
         TRY(x = einsum_sum_out(c, x, l[0], &n[0], o, no));
         out[0] = einsum_order(c, x, l[0], n[0], o);
         return out[0].node != NULL;
     }
-    IrValue y = in[1];
+    IrValue y = ops[1];
     char keep0[2 * IR_MAX_RANK], keep1[2 * IR_MAX_RANK];
     memcpy(keep0, o, (size_t)no), memcpy(keep0 + no, l[1], (size_t)n[1]);
     memcpy(keep1, o, (size_t)no), memcpy(keep1 + no, l[0], (size_t)n[0]);

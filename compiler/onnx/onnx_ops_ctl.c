@@ -1,7 +1,7 @@
 /* compiler/onnx/onnx_ops_ctl.c - ONNX control flow (If, Loop, Scan) and the
  * ops whose output size depends on the data (Compress, Unique,
  * NonMaxSuppression), which are folded at compile time when their inputs are
- * constant.  Their rows are in onnx_ops_flow[] (onnx_ops_flow.c).
+ * constant (NonZero too); MaxUnpool with constant indices.  Their rows are in onnx_ops_flow[] (onnx_ops_flow.c).
  *
  * Subgraphs: an ONNX subgraph reads outer values by name.  A branch or loop
  * body that becomes an IR region (isolated: it reads only its parameters)
@@ -153,6 +153,59 @@ static int caps_params(const Caps *k, const IrValue *vals, IrValue *out)
 
 /* ---- If ---- */
 
+/* A branch result as its tensors (leaves, in order) and a signature of
+ * its structure: 't' a tensor, "s<n>(...)" a sequence, "o<n>(...)" an
+ * optional.  Both branches of a run-time If must have the same signature. */
+static bool flatten(OnnxCtx *c, IrValue v, IrValue *leaves, int *nl, int max, char *sig, size_t nsig, int depth)
+{
+    size_t k = strlen(sig);
+    if (v.node) {
+        if (*nl >= max || k + 2 > nsig)
+            return onnx_errorf(c, "too many branch results");
+        leaves[(*nl)++] = v;
+        sig[k] = 't', sig[k + 1] = 0;
+        return true;
+    }
+    const OnnxSeq *s = onnx_seq_get(c, v);
+    if (!s || depth > 8)
+        return onnx_errorf(c, "a branch result is empty");
+    snprintf(sig + k, nsig - k, "%c%d(", s->is_optional ? 'o' : 's', s->n);
+    for (int i = 0; i < s->n; i++)
+        if (!flatten(c, s->v[i], leaves, nl, max, sig, nsig, depth + 1))
+            return false;
+    k = strlen(sig);
+    if (k + 2 > nsig)
+        return onnx_errorf(c, "too many branch results");
+    sig[k] = ')', sig[k + 1] = 0;
+    return true;
+}
+
+/* Rebuilds the structure of v (a branch result) from the COND outputs
+ * outs[*pos...]. */
+static IrValue rebuild(OnnxCtx *c, IrValue v, const IrValue *outs, int *pos)
+{
+    if (v.node)
+        return outs[(*pos)++];
+    const OnnxSeq *s = onnx_seq_get(c, v);
+    IrValue *el = calloc((size_t)s->n + 1, sizeof *el), r = {NULL, 0};
+    if (!el) {
+        nomem(c);
+        return r;
+    }
+    int n = s->n;
+    bool opt = s->is_optional;
+    for (int i = 0; i < n; i++)
+        if (!(el[i] = rebuild(c, onnx_seq_get(c, v)->v[i], outs, pos)).node && !onnx_is_seq(el[i])) {
+            free(el);
+            return r;
+        }
+    r = onnx_seq_new(c, el, n, opt);
+    free(el);
+    return r;
+}
+
+#define IF_MAX_LEAVES 256
+
 bool onnx_lower_if(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
 {
     const Onnx__GraphProto *gp[2];
@@ -173,23 +226,43 @@ bool onnx_lower_if(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
         int b = v != 0 ? 0 : 1;
         return onnx_lower_graph(c, attr[b], gp[b], c->g, NULL, 0, NULL, NULL, 0, true, out);
     }
+    /* A run-time condition: both branches become regions.  Sequence and
+     * optional results are passed as their tensors (flatten) when both
+     * branches give the same structure, and rebuilt after the COND. */
     Caps k = {0};
-    IrValue *vals = NULL, *res = NULL, *ops = NULL;
+    IrValue *vals = NULL, *res = NULL, *ops = NULL, *leaves = NULL, *res0 = NULL;
+    char sig[2][1024];
+    int nl[2] = {0, 0};
     IrGraph *regions[2];
     bool ok = caps_add(c, &k, gp[0]) && caps_add(c, &k, gp[1]);
     if (ok) {
         vals = calloc((size_t)k.n + 1, sizeof *vals);
         res = calloc(n_out + 1, sizeof *res);
+        res0 = calloc(n_out + 1, sizeof *res0);
         ops = calloc((size_t)k.n_operands + 1, sizeof *ops);
-        if (!vals || !res || !ops)
+        leaves = calloc(IF_MAX_LEAVES, sizeof *leaves);
+        if (!vals || !res || !res0 || !ops || !leaves)
             ok = nomem(c);
     }
     for (int b = 0; ok && b < 2; b++) {
         regions[b] = ir_region_new(c->g, c->st);
         ok = regions[b] && caps_bind(c, &k, regions[b], vals) &&
              onnx_lower_graph(c, attr[b], gp[b], regions[b], NULL, 0, k.names, vals, k.n, false, res);
+        sig[b][0] = 0;
         for (size_t i = 0; ok && i < n_out; i++)
-            ok = ir_add_fetch(regions[b], gp[b]->output[i]->name ? gp[b]->output[i]->name : "out", res[i], c->st);
+            ok = flatten(c, res[i], leaves, &nl[b], IF_MAX_LEAVES, sig[b], sizeof sig[b], 0);
+        if (ok && b == 1 && strcmp(sig[0], sig[1]))
+            ok = onnx_errorf(c, "the branches give sequences or optionals of different lengths or presence "
+                                "(then %s, else %s): the condition must be a compile-time constant",
+                             sig[0], sig[1]);
+        for (int i = 0; ok && i < nl[b]; i++) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "out%d", i);
+            ok = ir_add_fetch(regions[b], nm, leaves[i], c->st);
+        }
+        nl[b] = 0;
+        if (ok && b == 0)
+            memcpy(res0, res, n_out * sizeof *res);
         if (ok)
             regions[b]->fold_on_build = false;
     }
@@ -198,11 +271,18 @@ bool onnx_lower_if(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
         memcpy(ops + 1, k.operands, (size_t)k.n_operands * sizeof *ops);
         IrNode *n = ir_emit_region(c->g, OP_COND, ops, k.n_operands + 1, regions, 2, c->st);
         ok = n != NULL;
-        for (int i = 0; ok && i < n->n_outputs && i < (int)n_out; i++)
-            out[i] = (IrValue){n, i};
+        for (int i = 0; ok && i < n->n_outputs && i < IF_MAX_LEAVES; i++)
+            leaves[i] = (IrValue){n, i};
+        int pos = 0;
+        for (size_t i = 0; ok && i < n_out; i++) {
+            out[i] = rebuild(c, res0[i], leaves, &pos);
+            ok = out[i].node || onnx_is_seq(out[i]);
+        }
     }
     free(vals);
     free(res);
+    free(res0);
+    free(leaves);
     free(ops);
     caps_free(&k);
     return ok;
@@ -728,6 +808,107 @@ bool onnx_lower_compress(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
     return ok;
 }
 
+/* ---- MaxUnpool: constant indices ---- */
+
+/* MaxUnpool(X, I[, output_shape]): X's values written at the flat output
+ * positions I (MaxPool's Indices), zeros elsewhere.  With I constant, each
+ * output position's source is known at compile time: a gather from the
+ * flattened X and a select against zeros.  Output shape: output_shape, or
+ * (in - 1) * stride + kernel - pad_begin - pad_end per spatial axis. */
+bool onnx_lower_maxunpool(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
+{
+    if (n_in < 2 || !in[0].node || !in[1].node)
+        return onnx_errorf(c, "inputs X and I are required");
+    const IrType *xt = type_of(in[0]);
+    int r = xt->shape.rank, nk = 0, ns = 0, np = 0;
+    int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], os[IR_MAX_RANK];
+    if (!onnx_attr_ints(c, "kernel_shape", k, IR_MAX_RANK, &nk) || !onnx_attr_ints(c, "strides", st, IR_MAX_RANK, &ns) ||
+        !onnx_attr_ints(c, "pads", pads, 2 * IR_MAX_RANK, &np))
+        return false;
+    if (r < 3 || nk != r - 2 || (ns && ns != nk) || (np && np != 2 * nk))
+        return onnx_errorf(c, "kernel_shape (%d), strides (%d) and pads (%d) do not fit X of rank %d", nk, ns, np,
+                           r);
+    int n_os = r;
+    int64_t nat[IR_MAX_RANK], ntotal = 1;
+    nat[0] = xt->shape.dims[0];
+    nat[1] = xt->shape.dims[1];
+    for (int d = 0; d < nk; d++)
+        nat[d + 2] = (xt->shape.dims[d + 2] - 1) * (ns ? st[d] : 1) + k[d] - (np ? pads[d] + pads[d + nk] : 0);
+    for (int d = 0; d < r; d++)
+        ntotal *= nat[d] > 0 ? nat[d] : 1;
+    memcpy(os, nat, sizeof nat);
+    bool remap = n_in > 2 && in[2].node;
+    if (remap) {
+        if (!onnx_const_ints(c, in[2], "output_shape", os, IR_MAX_RANK, &n_os))
+            return false;
+        if (n_os != r || os[0] != xt->shape.dims[0] || os[1] != xt->shape.dims[1])
+            return onnx_errorf(c, "output_shape must have rank %d and X's first two dims", r);
+    }
+    int64_t total = 1, cx = ir_shape_count(&xt->shape);
+    for (int d = 0; d < r; d++) {
+        if (os[d] <= 0 || (total *= os[d]) > ((int64_t)1 << 24))
+            return onnx_errorf(c, "output shape dim %d is %lld (or the output is too large)", d, (long long)os[d]);
+    }
+    if (!ir_is_const(in[1]) || ir_shape_count(&type_of(in[1])->shape) != cx)
+        return onnx_errorf(c, "I must be a compile-time constant of X's shape (bind it with --const)");
+    int64_t *idx = malloc((size_t)(cx + 1) * sizeof *idx), *src = malloc((size_t)total * sizeof *src);
+    uint8_t *mask = calloc((size_t)total, 1);
+    void *zeros = calloc((size_t)total, tcrt_dtype_size(xt->dtype) ? tcrt_dtype_size(xt->dtype) : 1);
+    int got = 0;
+    IrValue iv = type_of(in[1])->dtype == TCRT_I64 ? in[1] : ir_cast(c->g, in[1], TCRT_I64, c->st);
+    bool ok = idx && src && mask && zeros ? true : nomem(c);
+    ok = ok && iv.node && ir_const_ints(iv, idx, (int)cx, &got) && got == cx;
+    for (int64_t i = 0; ok && i < total; i++)
+        src[i] = 0;
+    /* with output_shape, an index is a position in the natural output
+     * shape: the same coordinates in the given shape (ONNX's reference) */
+    for (int64_t e = 0; ok && remap && e < cx; e++) {
+        int64_t q = idx[e], j = 0, mul = 1;
+        if (q < 0 || q >= ntotal)
+            continue; /* reported below */
+        for (int d = r - 1; d >= 0; d--) {
+            int64_t co = q % nat[d];
+            q /= nat[d];
+            if (co >= os[d]) {
+                j = -1;
+                break;
+            }
+            j += co * mul;
+            mul *= os[d];
+        }
+        idx[e] = j;
+    }
+    for (int64_t e = 0; ok && e < cx; e++) {
+        if (idx[e] < 0 || idx[e] >= total)
+            ok = onnx_errorf(c, "index %lld of I is outside the output (%lld elements)", (long long)idx[e],
+                             (long long)total);
+        else {
+            src[idx[e]] = e;
+            mask[idx[e]] = 1;
+        }
+    }
+    if (ok) {
+        IrShape fs = ir_shape_make(1, &total);
+        IrValue xf = reshape_to(c->g, in[0], 1, &cx, c->st);
+        IrValue sv = ir_const_i64s(c->g, TCRT_I64, src, (int)total, c->st);
+        IrValue mv = ir_const(c->g, TCRT_BOOL, &fs, mask, c->st);
+        IrValue zv = ir_const(c->g, xt->dtype, &fs, zeros, c->st);
+        IrParams p;
+        memset(&p, 0, sizeof p);
+        IrValue gv = xf.node && sv.node ? ir_emit1(c->g, OP_GATHER, (IrValue[]){xf, sv}, 2, &p, NULL, c->st) : xf;
+        IrValue y = gv.node && mv.node && zv.node
+                        ? ir_emit1(c->g, OP_SELECT, (IrValue[]){mv, gv, zv}, 3, NULL, NULL, c->st)
+                        : (IrValue){NULL, 0};
+        out[0] = reshape_to(c->g, y, r, os, c->st);
+        ok = out[0].node != NULL;
+    }
+    free(idx);
+    free(src);
+    free(mask);
+    free(zeros);
+    return ok;
+}
+
 /* ---- Unique: folded when the input is constant ---- */
 
 static double const_at(IrValue v, int64_t i)
@@ -760,6 +941,48 @@ static int slice_cmp(const UniqCtx *u, int64_t a, int64_t b)
                 return va < vb ? -1 : 1;
         }
     return 0;
+}
+
+/* NonZero: folded when the input is constant: the [rank, count] int64
+ * indices of the non-zero elements in row-major order. */
+bool onnx_lower_nonzero(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
+{
+    if (n_in < 1 || !in[0].node)
+        return onnx_errorf(c, "input 0 is required");
+    IrValue x = in[0];
+    if (!ir_is_const(x))
+        return onnx_errorf(c, "the input must be a compile-time constant (the output size depends on its values; "
+                              "bind it with --const)");
+    tcrt_dtype dt = type_of(x)->dtype;
+    if (dt != TCRT_F32 && dt != TCRT_F64 && dt != TCRT_I32 && dt != TCRT_I64 && dt != TCRT_I8 && dt != TCRT_U8 &&
+        dt != TCRT_BOOL)
+        return onnx_errorf(c, "element type %s is not supported", tcrt_dtype_name(dt));
+    const IrShape s = type_of(x)->shape;
+    int64_t cnt = ir_shape_count(&s), nz = 0;
+    for (int64_t i = 0; i < cnt; i++)
+        nz += const_at(x, i) != 0;
+    if (nz == 0)
+        return onnx_errorf(c, "the input has no non-zero element: empty outputs are not supported");
+    int r = s.rank ? s.rank : 1;
+    int64_t *idx = malloc((size_t)(r * nz) * sizeof *idx), k = 0;
+    if (!idx)
+        return nomem(c);
+    for (int64_t i = 0; i < cnt; i++) {
+        if (const_at(x, i) == 0)
+            continue;
+        int64_t q = i;
+        for (int d = s.rank - 1; d >= 0; d--) {
+            idx[d * nz + k] = q % s.dims[d];
+            q /= s.dims[d];
+        }
+        if (!s.rank)
+            idx[k] = 0;
+        k++;
+    }
+    IrShape os = ir_shape_make(2, (int64_t[]){r, nz});
+    out[0] = ir_const(c->g, TCRT_I64, &os, idx, c->st);
+    free(idx);
+    return out[0].node != NULL;
 }
 
 bool onnx_lower_unique(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)

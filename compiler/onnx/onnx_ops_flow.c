@@ -539,6 +539,8 @@ const OnnxOpRow onnx_ops_flow[] = {
     {"Unique", onnx_lower_unique, "folded: constant input only (gather + constants)"},
     {"GridSample", onnx_lower_grid_sample, "index arithmetic, batched gather, mul, add"},
     {"NonMaxSuppression", onnx_lower_nms, "folded: constant inputs only (a constant [num_selected, 3])"},
+    {"NonZero", onnx_lower_nonzero, "folded: constant input only (a constant [rank, count])"},
+    {"MaxUnpool", onnx_lower_maxunpool, "gather + select with the constant indices' sources"},
     {"SequenceEmpty", onnx_lower_seq_op, "import-time list of tensors (no IR)"},
     {"SequenceConstruct", onnx_lower_seq_op, "import-time list of tensors (no IR)"},
     {"SequenceInsert", onnx_lower_seq_op, "import-time list of tensors (no IR)"},

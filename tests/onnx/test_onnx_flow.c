@@ -604,7 +604,7 @@ START_TEST(test_sequence_ops)
 }
 END_TEST
 
-/* A sequence fetched as a graph output, and SequenceAt past the end. */
+/* SequenceAt past the end, and a sequence fetched as a graph output. */
 START_TEST(test_sequence_errors)
 {
     reset();
@@ -625,9 +625,278 @@ START_TEST(test_sequence_errors)
     ck_assert_msg(strstr(st.msg, "seq.onnx: node 'SequenceAt' (SequenceAt): position 5 is out of range for a "
                                  "sequence of 2"),
                   "%s", st.msg);
+    /* a sequence output of length 2 is fetched as seq.0 and seq.1 (both x) */
     Status st2 = ST_INIT;
-    ck_assert_ptr_null(import_graph(outs_graph(ns, 1, init, 1, names2, 1), 13, &st2));
-    ck_assert_msg(strstr(st2.msg, "fetch 'seq' is a sequence"), "%s", st2.msg);
+    IrGraph *g = import_graph(outs_graph(ns, 1, init, 1, names2, 1), 13, &st2);
+    ck_assert_msg(g != NULL, "%s", st2.msg);
+    ck_assert_int_eq(g->n_fetches, 2);
+    ck_assert_str_eq(g->fetches[0].name, "seq.0");
+    ck_assert_str_eq(g->fetches[1].name, "seq.1");
+    check_f(g->fetches[0].value, 1, dx, xv, 2);
+    check_f(g->fetches[1].value, 1, dx, xv, 2);
+    ir_graph_free(g);
+}
+END_TEST
+
+static Onnx__AttributeProto *attr_ints(const char *name, int64_t *v, size_t n)
+{
+    Onnx__AttributeProto *a = &attrs[n_attrs++];
+    onnx__attribute_proto__init(a);
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    a->ints = v;
+    a->n_ints = n;
+    return a;
+}
+
+static Onnx__AttributeProto *attr_str(const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = &attrs[n_attrs++];
+    onnx__attribute_proto__init(a);
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    a->has_s = 1;
+    a->s.data = (uint8_t *)v;
+    a->s.len = strlen(v);
+    return a;
+}
+
+/* MaxUnpool, kernel 2x2 stride 2, X [1,1,2,2] = 1 2 3 4 at I = 0 3 12 15:
+ * the natural output is 4x4 with 1, 2, 3, 4 at flat positions 0, 3, 12, 15
+ * and zeros elsewhere.  With output_shape [1,1,5,5] the same coordinates
+ * (0,0) (0,3) (3,0) (3,3) are positions 0, 3, 15, 18 of the 5x5.
+ * NonZero of [[0,2,0],[5,0,7]]: rows [0,1,1], columns [1,0,2].
+ * Einsum "...ii->...i" of x [2,2,2] = 0..7: diagonals [0,3] and [4,7]. */
+START_TEST(test_unpool_nonzero_diagonal)
+{
+    reset();
+    static int64_t dx[] = {1, 1, 2, 2}, k2[] = {2, 2}, d4[] = {4}, d23[] = {2, 3}, d222[] = {2, 2, 2};
+    static float xv[] = {1, 2, 3, 4}, nzv[] = {0, 2, 0, 5, 0, 7}, ev[] = {0, 1, 2, 3, 4, 5, 6, 7};
+    static int64_t iv[] = {0, 3, 12, 15}, osv[] = {1, 1, 5, 5};
+    static char *u_in[] = {"x", "i", NULL}, *u_out[] = {"u", NULL};
+    static char *u2_in[] = {"x", "i", "os", NULL}, *u2_out[] = {"u2", NULL};
+    static char *n_in[] = {"nzx", NULL}, *n_out[] = {"nz", NULL};
+    static char *e_in[] = {"ex", NULL}, *e_out[] = {"diag", NULL};
+    Onnx__NodeProto **ns = (Onnx__NodeProto **)plist(4);
+    ns[0] = nd("MaxUnpool", u_in, u_out, attr_ints("kernel_shape", k2, 2), attr_ints("strides", k2, 2));
+    ns[1] = nd("MaxUnpool", u2_in, u2_out, attr_ints("kernel_shape", k2, 2), attr_ints("strides", k2, 2));
+    ns[2] = nd("NonZero", n_in, n_out, NULL, NULL);
+    ns[3] = nd("Einsum", e_in, e_out, attr_str("equation", "...ii->...i"), NULL);
+    Onnx__TensorProto **init = (Onnx__TensorProto **)plist(5);
+    init[0] = tensor_f("x", 4, dx, xv, 4);
+    init[1] = tensor_i64("i", 4, dx, iv, 4);
+    init[2] = tensor_i64("os", 1, d4, osv, 4);
+    init[3] = tensor_f("nzx", 2, d23, nzv, 6);
+    init[4] = tensor_f("ex", 3, d222, ev, 8);
+    static char *names[] = {"u", "u2", "nz", "diag"};
+    Status st = ST_INIT;
+    IrGraph *g = import_graph(outs_graph(ns, 4, init, 5, names, 4), 13, &st);
+    ck_assert_msg(g != NULL, "%s", st.msg);
+    float u[16] = {0}, u2[25] = {0};
+    u[0] = 1, u[3] = 2, u[12] = 3, u[15] = 4;
+    u2[0] = 1, u2[3] = 2, u2[15] = 3, u2[18] = 4;
+    check_f(g->fetches[0].value, 4, (int64_t[]){1, 1, 4, 4}, u, 16);
+    check_f(g->fetches[1].value, 4, (int64_t[]){1, 1, 5, 5}, u2, 25);
+    check_i(g->fetches[2].value, (int64_t[]){0, 1, 1, 1, 0, 2}, 6);
+    check_f(g->fetches[3].value, 2, (int64_t[]){2, 2}, (float[]){0, 3, 4, 7}, 4);
+    ir_graph_free(g);
+}
+END_TEST
+
+/* ---- sequence and optional graph inputs and outputs (docs/onnx.md) ---- */
+
+static Onnx__TypeProto__Sequence seqtypes[8];
+static Onnx__TypeProto__Optional opttypes[8];
+static Onnx__ValueInfoProto wrapvis[8];
+static Onnx__TypeProto wraptypes[8];
+static int n_wrap;
+
+/* A ValueInfo `name` of a sequence (or optional, when opt) of the tensor
+ * type of elem (a vi() whose name is unused). */
+static Onnx__ValueInfoProto *vi_wrap(const char *name, Onnx__ValueInfoProto *elem, bool opt)
+{
+    int k = n_wrap++;
+    Onnx__ValueInfoProto *v = &wrapvis[k];
+    Onnx__TypeProto *t = &wraptypes[k];
+    onnx__value_info_proto__init(v);
+    onnx__type_proto__init(t);
+    v->name = (char *)name;
+    v->type = t;
+    if (opt) {
+        onnx__type_proto__optional__init(&opttypes[k]);
+        opttypes[k].elem_type = elem->type;
+        t->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+        t->optional_type = &opttypes[k];
+    } else {
+        onnx__type_proto__sequence__init(&seqtypes[k]);
+        seqtypes[k].elem_type = elem->type;
+        t->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+        t->sequence_type = &seqtypes[k];
+    }
+    return v;
+}
+
+/* Graph: s (sequence of float [2]) -> y = SequenceAt(s, 1);
+ * out = SequenceInsert(s, y) (at the back).  Outputs y, out. */
+static Onnx__GraphProto *seqio_model(void)
+{
+    reset();
+    n_wrap = 0;
+    static int64_t d2[] = {2}, one_i[] = {1};
+    static char *a_in[] = {"s", "p", NULL}, *a_out[] = {"y", NULL};
+    static char *i_in[] = {"s", "y", NULL}, *i_out[] = {"out", NULL};
+    Onnx__NodeProto **ns = (Onnx__NodeProto **)plist(2);
+    ns[0] = nd("SequenceAt", a_in, a_out, NULL, NULL);
+    ns[1] = nd("SequenceInsert", i_in, i_out, NULL, NULL);
+    Onnx__TensorProto **init = (Onnx__TensorProto **)plist(1);
+    init[0] = tensor_i64("p", 0, d0, one_i, 1);
+    Onnx__ValueInfoProto **gi = (Onnx__ValueInfoProto **)plist(1), **go = (Onnx__ValueInfoProto **)plist(2);
+    gi[0] = vi_wrap("s", vi("", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d2), false);
+    go[0] = vi("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d2);
+    go[1] = vi_wrap("out", vi("", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d2), false);
+    return graph("main", ns, 2, gi, 1, go, 2, init, 1);
+}
+
+/* s fed at run time as s.0 = [1,2], s.1 = [3,4]: y = s[1] = [3,4]; out is
+ * (s.0, s.1, y) fetched as out.0 = [1,2], out.1 = [3,4], out.2 = [3,4]. */
+START_TEST(test_sequence_graph_io)
+{
+    const char *model = write_model(seqio_model(), "seqio");
+    char exe[700], err[2000];
+    snprintf(exe, sizeof exe, "%s/seqio", tmpdir);
+    char *extra[] = {"--feed", "s.0:0:2", "--feed", "s.1:0:2"};
+    ck_assert_msg(compile(model, exe, extra, 4, err, sizeof err) == 0, "%s", err);
+    float a[] = {1, 2}, b[] = {3, 4};
+    static int64_t d2[] = {2};
+    char *feeds[2] = {npy("s.0", TCRT_F32, 1, d2, a), npy("s.1", TCRT_F32, 1, d2, b)};
+    const char *names[] = {"y", "out.0", "out.1", "out.2"};
+    const float want[4][2] = {{3, 4}, {1, 2}, {3, 4}, {3, 4}};
+    for (int i = 0; i < 4; i++) {
+        tcrt_tensor got = {0};
+        run(exe, feeds, 2, names[i], &got);
+        ck_assert_int_eq(got.rank, 1);
+        ck_assert_int_eq(got.dims[0], 2);
+        ck_assert_float_eq_tol(((float *)got.data)[0], want[i][0], 1e-6f);
+        ck_assert_float_eq_tol(((float *)got.data)[1], want[i][1], 1e-6f);
+        free(got.data);
+    }
+}
+END_TEST
+
+/* If with a fed condition whose branches give sequences of 2: then
+ * (x, x + 1), else (x, x - 1), each fetched as r.0, r.1.  x = 5:
+ * true -> r.1 = 6, false -> r.1 = 4; r.0 = 5 either way. */
+START_TEST(test_if_sequence_result)
+{
+    reset();
+    n_wrap = 0;
+    static char *sa_in[] = {"x", "one", NULL}, *sa_out[] = {"xa", NULL}, *ss_out[] = {"xs", NULL};
+    static char *tc_in[] = {"x", "xa", NULL}, *tc_out[] = {"ts", NULL};
+    static char *ec_in[] = {"x", "xs", NULL}, *ec_out[] = {"es", NULL};
+    Onnx__NodeProto **tn = (Onnx__NodeProto **)plist(2), **en = (Onnx__NodeProto **)plist(2);
+    tn[0] = nd("Add", sa_in, sa_out, NULL, NULL);
+    tn[1] = nd("SequenceConstruct", tc_in, tc_out, NULL, NULL);
+    en[0] = nd("Sub", sa_in, ss_out, NULL, NULL);
+    en[1] = nd("SequenceConstruct", ec_in, ec_out, NULL, NULL);
+    Onnx__ValueInfoProto **to = (Onnx__ValueInfoProto **)plist(1), **eo = (Onnx__ValueInfoProto **)plist(1);
+    to[0] = vi_wrap("ts", vi("", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d1), false);
+    eo[0] = vi_wrap("es", vi("", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d1), false);
+    Onnx__GraphProto *tg = graph("then", tn, 2, NULL, 0, to, 1, NULL, 0);
+    Onnx__GraphProto *eg = graph("else", en, 2, NULL, 0, eo, 1, NULL, 0);
+    static char *i_in[] = {"cond", NULL}, *i_out[] = {"r", NULL};
+    Onnx__NodeProto **mn = (Onnx__NodeProto **)plist(1);
+    mn[0] = nd("If", i_in, i_out, attr_graph("then_branch", tg), attr_graph("else_branch", eg));
+    Onnx__TensorProto **init = (Onnx__TensorProto **)plist(1);
+    init[0] = tensor_f("one", 0, d0, one_v, 1);
+    Onnx__ValueInfoProto **gi = (Onnx__ValueInfoProto **)plist(2), **go = (Onnx__ValueInfoProto **)plist(1);
+    gi[0] = vi("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d1);
+    gi[1] = vi("cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL);
+    go[0] = vi_wrap("r", vi("", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d1), false);
+    const char *model = write_model(graph("main", mn, 1, gi, 2, go, 1, init, 1), "if_seq");
+    char exe[700], err[2000];
+    snprintf(exe, sizeof exe, "%s/if_seq", tmpdir);
+    ck_assert_msg(compile(model, exe, NULL, 0, err, sizeof err) == 0, "%s", err);
+    for (int b = 0; b < 2; b++) {
+        float x = 5;
+        uint8_t cv = (uint8_t)b;
+        char *feeds[2] = {npy("x", TCRT_F32, 1, d1, &x), npy("cond", TCRT_BOOL, 0, NULL, &cv)};
+        tcrt_tensor r0 = {0}, r1 = {0};
+        run(exe, feeds, 2, "r.0", &r0);
+        run(exe, feeds, 2, "r.1", &r1);
+        ck_assert_float_eq_tol(((float *)r0.data)[0], 5.0f, 1e-6f);
+        ck_assert_float_eq_tol(((float *)r1.data)[0], b ? 6.0f : 4.0f, 1e-6f);
+        free(r0.data);
+        free(r1.data);
+    }
+}
+END_TEST
+
+static IrGraph *import_feeds(Onnx__GraphProto *g, const TfFeedSpec *f, int nf, Status *st)
+{
+    Onnx__ModelProto m;
+    Onnx__OperatorSetIdProto os, *pos[1] = {&os};
+    onnx__model_proto__init(&m);
+    onnx__operator_set_id_proto__init(&os);
+    os.has_version = 1;
+    os.version = 16;
+    m.opset_import = pos;
+    m.n_opset_import = 1;
+    m.graph = g;
+    OnnxImportOptions o = {.file = "seqio.onnx", .feeds = f, .n_feeds = nf};
+    return onnx_import(&m, &o, st);
+}
+
+/* Feed specs that do not match the sequence input: a length of 1 with an
+ * element s.1; a gap (s.0, s.2); nothing given at all. */
+START_TEST(test_sequence_input_errors)
+{
+    TfFeedSpec len1 = {.name = "s:0", .has_shape = true, .shape = {.rank = 1, .dims = {1}}};
+    TfFeedSpec e0 = {.name = "s.0"}, e1 = {.name = "s.1"}, e2 = {.name = "s.2"};
+    TfFeedSpec a[] = {len1, e1}, b[] = {e0, e2};
+    Status st = ST_INIT;
+    ck_assert_ptr_null(import_feeds(seqio_model(), a, 2, &st));
+    ck_assert_msg(strstr(st.msg, "seqio.onnx: feed 's.1': sequence input 's' has length 1"), "%s", st.msg);
+    Status st2 = ST_INIT;
+    ck_assert_ptr_null(import_feeds(seqio_model(), b, 2, &st2));
+    ck_assert_msg(strstr(st2.msg, "feed 's.2': sequence input 's' has no element s.1"), "%s", st2.msg);
+    Status st3 = ST_INIT;
+    ck_assert_ptr_null(import_feeds(seqio_model(), NULL, 0, &st3));
+    ck_assert_msg(strstr(st3.msg, "graph input 's' is a sequence: feed its elements as s.0, s.1"), "%s",
+                  st3.msg);
+    /* an empty sequence (s:0:0): SequenceAt(s, 1) is out of range */
+    TfFeedSpec len0 = {.name = "s:0", .has_shape = true, .shape = {.rank = 1, .dims = {0}}};
+    Status st4 = ST_INIT;
+    ck_assert_ptr_null(import_feeds(seqio_model(), &len0, 1, &st4));
+    ck_assert_msg(strstr(st4.msg, "position 1 is out of range for a sequence of 0"), "%s", st4.msg);
+}
+END_TEST
+
+/* An optional float [2] input o: OptionalHasElement is false with
+ * `o:none` and true otherwise (o then a feed); OptionalGetElement of a
+ * present o is o itself. */
+START_TEST(test_optional_graph_input)
+{
+    static int64_t d2[] = {2};
+    static char *h_in[] = {"o", NULL}, *h_out[] = {"has", NULL};
+    for (int present = 0; present < 2; present++) {
+        reset();
+        n_wrap = 0;
+        Onnx__NodeProto **ns = (Onnx__NodeProto **)plist(1);
+        ns[0] = nd("OptionalHasElement", h_in, h_out, NULL, NULL);
+        Onnx__ValueInfoProto **gi = (Onnx__ValueInfoProto **)plist(1), **go = (Onnx__ValueInfoProto **)plist(1);
+        gi[0] = vi_wrap("o", vi("", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d2), true);
+        go[0] = vi("has", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL);
+        TfFeedSpec none = {.name = "o:none"};
+        Status st = ST_INIT;
+        IrGraph *g = import_feeds(graph("main", ns, 1, gi, 1, go, 1, NULL, 0), &none, present ? 0 : 1, &st);
+        ck_assert_msg(g != NULL, "%s", st.msg);
+        ck_assert_int_eq(g->n_feeds, present);
+        ck_assert(ir_is_const(g->fetches[0].value));
+        ck_assert_int_eq(((uint8_t *)g->fetches[0].value.node->data)[0], present);
+        ir_graph_free(g);
+    }
 }
 END_TEST
 
@@ -708,6 +977,11 @@ int main(void)
     tcase_add_test(tc, test_lstm_one_step);
     tcase_add_test(tc, test_sequence_ops);
     tcase_add_test(tc, test_sequence_errors);
+    tcase_add_test(tc, test_sequence_graph_io);
+    tcase_add_test(tc, test_sequence_input_errors);
+    tcase_add_test(tc, test_optional_graph_input);
+    tcase_add_test(tc, test_unpool_nonzero_diagonal);
+    tcase_add_test(tc, test_if_sequence_result);
     tcase_add_test(tc, test_unique_compress);
     tcase_add_test(tc, test_nms_constant);
     suite_add_tcase(s, tc);

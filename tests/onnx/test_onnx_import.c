@@ -5,6 +5,7 @@
  * and the fetch is a constant whose values are checked against hand
  * arithmetic. */
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,6 +338,328 @@ START_TEST(test_symbolic_dim_needs_feed)
 }
 END_TEST
 
+/* ---- Resize, 16-bit floats, BitShift, MaxPool (values by hand) ---- */
+
+/* An initializer of any type from raw little-endian bytes. */
+static void init_raw(Net *n, int i, const char *name, int64_t *dims, size_t nd, int type, const void *v,
+                     size_t bytes)
+{
+    onnx__tensor_proto__init(&n->inits[i]);
+    n->inits[i].name = (char *)name;
+    n->inits[i].dims = dims;
+    n->inits[i].n_dims = nd;
+    n->inits[i].has_data_type = 1;
+    n->inits[i].data_type = type;
+    n->inits[i].has_raw_data = 1;
+    n->inits[i].raw_data.data = (uint8_t *)v;
+    n->inits[i].raw_data.len = bytes;
+    n->pinits[i] = &n->inits[i];
+}
+
+static void attr_s(Net *n, int a, int nodei, const char *name, const char *v)
+{
+    onnx__attribute_proto__init(&n->attrs[a]);
+    n->attrs[a].name = (char *)name;
+    n->attrs[a].has_type = 1;
+    n->attrs[a].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    n->attrs[a].has_s = 1;
+    n->attrs[a].s.data = (uint8_t *)v;
+    n->attrs[a].s.len = strlen(v);
+    n->pattrs[a] = &n->attrs[a];
+    n->nodes[nodei].attribute = &n->pattrs[a - (int)n->nodes[nodei].n_attribute];
+    n->nodes[nodei].n_attribute++;
+}
+
+static void attr_i(Net *n, int a, int nodei, const char *name, int64_t v)
+{
+    onnx__attribute_proto__init(&n->attrs[a]);
+    n->attrs[a].name = (char *)name;
+    n->attrs[a].has_type = 1;
+    n->attrs[a].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    n->attrs[a].has_i = 1;
+    n->attrs[a].i = v;
+    n->pattrs[a] = &n->attrs[a];
+    n->nodes[nodei].attribute = &n->pattrs[a - (int)n->nodes[nodei].n_attribute];
+    n->nodes[nodei].n_attribute++;
+}
+
+static void attr_is(Net *n, int a, int nodei, const char *name, int64_t *v, size_t nv)
+{
+    onnx__attribute_proto__init(&n->attrs[a]);
+    n->attrs[a].name = (char *)name;
+    n->attrs[a].has_type = 1;
+    n->attrs[a].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    n->attrs[a].ints = v;
+    n->attrs[a].n_ints = nv;
+    n->pattrs[a] = &n->attrs[a];
+    n->nodes[nodei].attribute = &n->pattrs[a - (int)n->nodes[nodei].n_attribute];
+    n->nodes[nodei].n_attribute++;
+}
+
+/* The fetch as a folded constant of n values (float32). */
+static const float *fetched_f32(IrGraph *g, int n)
+{
+    IrValue y = g->fetches[0].value;
+    ck_assert_msg(ir_is_const(y), "the fetch must fold");
+    ck_assert_int_eq(ir_value_type(y)->dtype, TCRT_F32);
+    ck_assert_int_eq(ir_shape_count(&ir_value_type(y)->shape), n);
+    return y.node->data;
+}
+
+static char *ins_rs[] = {"x", "", "scales"}, *outs_rs[] = {"y"};
+static int64_t dims_sc[] = {4};
+
+/* x = 1..9 as 1x1x3x3; linear, half_pixel (default), scales [1,1,1,2]:
+ * columns 0..5 map to x = (j + 0.5) / 2 - 0.5 = -0.25, 0.25, 0.75, 1.25,
+ * 1.75, 2.25; taps floor(x), floor(x)+1 clamped to [0,2]; row [1,2,3]
+ * gives 1, 0.75*1+0.25*2, 0.25*1+0.75*2, 0.75*2+0.25*3, 0.25*2+0.75*3, 3. */
+START_TEST(test_resize_linear_half_pixel)
+{
+    static float sc[] = {1, 1, 1, 2};
+    Net n;
+    build(&n);
+    node(&n, 0, "Resize", ins_rs, 3, outs_rs);
+    attr_s(&n, 0, 0, "mode", "linear");
+    n.g.n_node = 1;
+    init(&n, 0, "scales", dims_sc, 1, sc, 4);
+    n.g.n_initializer = 1;
+    Status st = ST_INIT;
+    FeFormat fmt;
+    IrGraph *g = import(&n, &st, &fmt);
+    ck_assert_msg(g != NULL, "%s", st.msg);
+    const float *v = fetched_f32(g, 18);
+    const float row[6] = {1, 1.25f, 1.75f, 2.25f, 2.75f, 3};
+    for (int r = 0; r < 3; r++)
+        for (int j = 0; j < 6; j++)
+            ck_assert_msg(fabsf(v[r * 6 + j] - (row[j] + 3 * r)) < 1e-6f, "y[%d][%d] = %g", r, j, v[r * 6 + j]);
+    ir_graph_free(g);
+}
+END_TEST
+
+/* nearest, asymmetric, nearest_mode ceil, scales [1,1,2,1]: output rows
+ * j = 0..5 read x = j / 2 = 0, 0.5, 1, 1.5, 2, 2.5 rounded up (an integer
+ * stays) and clamped: input rows 0, 1, 1, 2, 2, 2. */
+START_TEST(test_resize_nearest_ceil)
+{
+    static float sc[] = {1, 1, 2, 1};
+    Net n;
+    build(&n);
+    node(&n, 0, "Resize", ins_rs, 3, outs_rs);
+    attr_s(&n, 0, 0, "coordinate_transformation_mode", "asymmetric");
+    attr_s(&n, 1, 0, "nearest_mode", "ceil");
+    n.g.n_node = 1;
+    init(&n, 0, "scales", dims_sc, 1, sc, 4);
+    n.g.n_initializer = 1;
+    Status st = ST_INIT;
+    FeFormat fmt;
+    IrGraph *g = import(&n, &st, &fmt);
+    ck_assert_msg(g != NULL, "%s", st.msg);
+    const float *v = fetched_f32(g, 18);
+    const int src[6] = {0, 1, 1, 2, 2, 2};
+    for (int r = 0; r < 6; r++)
+        for (int j = 0; j < 3; j++)
+            ck_assert_msg(v[r * 3 + j] == (float)(src[r] * 3 + j + 1), "y[%d][%d] = %g", r, j, v[r * 3 + j]);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_resize_bad_mode)
+{
+    static float sc[] = {1, 1, 2, 1};
+    Net n;
+    build(&n);
+    node(&n, 0, "Resize", ins_rs, 3, outs_rs);
+    attr_s(&n, 0, 0, "mode", "bicubic");
+    n.g.n_node = 1;
+    init(&n, 0, "scales", dims_sc, 1, sc, 4);
+    n.g.n_initializer = 1;
+    Status st = ST_INIT;
+    FeFormat fmt;
+    ck_assert_ptr_null(import(&n, &st, &fmt));
+    ck_assert_msg(strstr(st.msg, "net.onnx: node 'Resize' (Resize): attribute 'mode': unknown mode 'bicubic'"),
+                  "%s", st.msg);
+    /* and an unknown nearest_mode */
+    Net n2;
+    build(&n2);
+    node(&n2, 0, "Resize", ins_rs, 3, outs_rs);
+    attr_s(&n2, 0, 0, "nearest_mode", "round_half_up");
+    n2.g.n_node = 1;
+    init(&n2, 0, "scales", dims_sc, 1, sc, 4);
+    n2.g.n_initializer = 1;
+    Status st2 = ST_INIT;
+    ck_assert_ptr_null(import(&n2, &st2, &fmt));
+    ck_assert_msg(strstr(st2.msg, "node 'Resize' (Resize): attribute 'nearest_mode': unknown mode 'round_half_up'"),
+                  "%s", st2.msg);
+}
+END_TEST
+
+static char *ins_cast[] = {"v"}, *outs_cast[] = {"y"};
+static int64_t dims_v9[] = {9};
+
+/* Cast float -> FLOAT16: the result is the u16 bit pattern (folded) under
+ * the reinterpreting cast.  Round to nearest even: 2049 is halfway between
+ * 2048 and 2050 (spacing 2 there) -> 2048 (even mantissa) 0x6800; 2051 ->
+ * 2052 0x6802; 65520 is halfway between 65504 (max, odd mantissa 0x3ff) and
+ * 2^16 -> infinity 0x7c00; 65519 -> 65504 0x7bff; -1 -> 0xbc00; 2^-24 (the
+ * smallest subnormal) 0x0001; 2^-25 halfway to 0 -> 0; 0.1 = 1.6 * 2^-4:
+ * exponent 11, mantissa round(0.6 * 1024 = 614.4) = 614 = 0x266 -> 0x2e66;
+ * NaN -> 0x7e00. */
+START_TEST(test_cast_float16)
+{
+    static float v[9] = {2049, 2051, 65520, 65519, -1, 5.9604644775390625e-08f, 2.98023223876953125e-08f, 0.1f,
+                         NAN};
+    Net n;
+    build(&n);
+    node(&n, 0, "Cast", ins_cast, 1, outs_cast);
+    attr_i(&n, 0, 0, "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16);
+    n.g.n_node = 1;
+    init(&n, 0, "v", dims_v9, 1, v, 9);
+    n.g.n_initializer = 1;
+    Status st = ST_INIT;
+    FeFormat fmt;
+    IrGraph *g = import(&n, &st, &fmt);
+    ck_assert_msg(g != NULL, "%s", st.msg);
+    IrValue y = g->fetches[0].value;
+    ck_assert_int_eq(ir_value_type(y)->dtype, TCRT_F16);
+    ck_assert_int_eq(y.node->op, OP_CAST);
+    IrValue bits = y.node->inputs[0];
+    ck_assert_msg(ir_is_const(bits) && ir_value_type(bits)->dtype == TCRT_U16, "the bits must fold to u16");
+    const uint16_t want[9] = {0x6800, 0x6802, 0x7c00, 0x7bff, 0xbc00, 0x0001, 0x0000, 0x2e66, 0x7e00};
+    const uint16_t *b = bits.node->data;
+    for (int k = 0; k < 9; k++)
+        ck_assert_msg(b[k] == want[k], "bits[%d] = 0x%04x, want 0x%04x", k, b[k], want[k]);
+    ir_graph_free(g);
+}
+END_TEST
+
+/* FLOAT16 / BFLOAT16 initializers cast to float (exact, folded). */
+START_TEST(test_cast_from_16bit)
+{
+    /* f16: 1, -2, 65504 (max), 2^-24, 2^-14 (smallest normal), inf, -inf,
+     * 0x3555 = (1 + 0x155/1024) * 2^-2 = 0.333251953125, -0 */
+    static uint16_t h[9] = {0x3c00, 0xc000, 0x7bff, 0x0001, 0x0400, 0x7c00, 0xfc00, 0x3555, 0x8000};
+    /* bf16 = the high half of a float32: 0x3f80 = 1, 0xc049 = -3.140625,
+     * 0x0080 = 2^-126, 0x7f7f = (2 - 2^-7) * 2^127 */
+    static uint16_t bf[4] = {0x3f80, 0xc049, 0x0080, 0x7f7f};
+    static int64_t dims_bf[] = {4};
+    const float want[9] = {1, -2, 65504, 5.9604644775390625e-08f, 6.103515625e-05f, INFINITY, -INFINITY,
+                           0.333251953125f, -0.0f};
+    const float want_bf[4] = {1, -3.140625f, 1.1754943508222875e-38f, 3.3895313892515355e38f};
+    for (int pass = 0; pass < 2; pass++) {
+        Net n;
+        build(&n);
+        node(&n, 0, "Cast", ins_cast, 1, outs_cast);
+        attr_i(&n, 0, 0, "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        n.g.n_node = 1;
+        if (pass == 0)
+            init_raw(&n, 0, "v", dims_v9, 1, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, h, sizeof h);
+        else
+            init_raw(&n, 0, "v", dims_bf, 1, ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, bf, sizeof bf);
+        n.g.n_initializer = 1;
+        Status st = ST_INIT;
+        FeFormat fmt;
+        IrGraph *g = import(&n, &st, &fmt);
+        ck_assert_msg(g != NULL, "%s", st.msg);
+        const float *v = fetched_f32(g, pass ? 4 : 9);
+        for (int k = 0; k < (pass ? 4 : 9); k++) {
+            float w = pass ? want_bf[k] : want[k];
+            ck_assert_msg(v[k] == w && signbit(v[k]) == signbit(w), "pass %d: y[%d] = %g, want %g", pass, k,
+                          v[k], w);
+        }
+        ir_graph_free(g);
+    }
+}
+END_TEST
+
+static char *ins_bs[] = {"a", "s"}, *outs_bs[] = {"y"};
+static int64_t dims_4[] = {4};
+
+/* uint8 BitShift: [1, 3, 255, 16] << [1, 2, 1, 9] = [2, 12, 510 mod 256 =
+ * 254, 0 (shift past the width)]; >> gives [0, 0, 127, 0]. */
+START_TEST(test_bitshift_uint8)
+{
+    static uint8_t a[4] = {1, 3, 255, 16}, sh[4] = {1, 2, 1, 9};
+    const uint8_t want[2][4] = {{2, 12, 254, 0}, {0, 0, 127, 0}};
+    for (int right = 0; right < 2; right++) {
+        Net n;
+        build(&n);
+        node(&n, 0, "BitShift", ins_bs, 2, outs_bs);
+        attr_s(&n, 0, 0, "direction", right ? "RIGHT" : "LEFT");
+        n.g.n_node = 1;
+        init_raw(&n, 0, "a", dims_4, 1, ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, a, 4);
+        init_raw(&n, 1, "s", dims_4, 1, ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, sh, 4);
+        n.g.n_initializer = 2;
+        Status st = ST_INIT;
+        FeFormat fmt;
+        IrGraph *g = import(&n, &st, &fmt);
+        ck_assert_msg(g != NULL, "%s", st.msg);
+        IrValue y = g->fetches[0].value;
+        ck_assert(ir_is_const(y) && ir_value_type(y)->dtype == TCRT_U8);
+        const uint8_t *v = y.node->data;
+        for (int k = 0; k < 4; k++)
+            ck_assert_msg(v[k] == want[right][k], "%s: y[%d] = %d", right ? "RIGHT" : "LEFT", k, v[k]);
+        ir_graph_free(g);
+    }
+    /* a direction that is neither */
+    Net n;
+    build(&n);
+    node(&n, 0, "BitShift", ins_bs, 2, outs_bs);
+    attr_s(&n, 0, 0, "direction", "UP");
+    n.g.n_node = 1;
+    init_raw(&n, 0, "a", dims_4, 1, ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, a, 4);
+    init_raw(&n, 1, "s", dims_4, 1, ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, sh, 4);
+    n.g.n_initializer = 2;
+    Status st = ST_INIT;
+    FeFormat fmt;
+    ck_assert_ptr_null(import(&n, &st, &fmt));
+    ck_assert_msg(strstr(st.msg, "node 'BitShift' (BitShift): attribute 'direction' must be \"LEFT\" or \"RIGHT\", "
+                                 "got 'UP'"), "%s", st.msg);
+}
+END_TEST
+
+static char *ins_mp[] = {"x"}, *outs_mp[] = {"pooled", "idx"};
+
+/* MaxPool on x = 1..9 (3x3), kernel 2x2, dilations [1, 2]: windows cover
+ * rows (r, r+1) and columns (0, 2), so H out 2, W out 1: maxima x[1][2] = 6
+ * and x[2][2] = 9.  Indices with storage_order 1 (column-major spatial):
+ * (1,2) -> 2*3 + 1 = 7, (2,2) -> 8; with storage_order 0: 5, 8. */
+START_TEST(test_maxpool_dilated_indices)
+{
+    static int64_t k[] = {2, 2}, dil[] = {1, 2};
+    for (int order = 0; order < 2; order++) {
+        Net n;
+        build(&n);
+        node(&n, 0, "MaxPool", ins_mp, 1, outs_mp);
+        n.nodes[0].n_output = 2;
+        attr_is(&n, 0, 0, "kernel_shape", k, 2);
+        attr_is(&n, 1, 0, "dilations", dil, 2);
+        attr_i(&n, 2, 0, "storage_order", order);
+        n.g.n_node = 1;
+        n.g.n_initializer = 0;
+        for (int out = 0; out < 2; out++) {
+            n.vout.name = out ? "idx" : "pooled";
+            Status st = ST_INIT;
+            FeFormat fmt;
+            IrGraph *g = import(&n, &st, &fmt);
+            ck_assert_msg(g != NULL, "%s", st.msg);
+            IrValue y = g->fetches[0].value;
+            ck_assert(ir_is_const(y));
+            ck_assert_int_eq(ir_shape_count(&ir_value_type(y)->shape), 2);
+            if (out) {
+                ck_assert_int_eq(ir_value_type(y)->dtype, TCRT_I64);
+                const int64_t *v = y.node->data;
+                ck_assert_int_eq(v[0], order ? 7 : 5);
+                ck_assert_int_eq(v[1], 8);
+            } else {
+                const float *v = y.node->data;
+                ck_assert(v[0] == 6 && v[1] == 9);
+            }
+            ir_graph_free(g);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("onnx_import");
@@ -350,6 +673,13 @@ int main(void)
     tcase_add_test(tc, test_corrupt_model);
     tcase_add_test(tc, test_info);
     tcase_add_test(tc, test_symbolic_dim_needs_feed);
+    tcase_add_test(tc, test_resize_linear_half_pixel);
+    tcase_add_test(tc, test_resize_nearest_ceil);
+    tcase_add_test(tc, test_resize_bad_mode);
+    tcase_add_test(tc, test_cast_float16);
+    tcase_add_test(tc, test_cast_from_16bit);
+    tcase_add_test(tc, test_bitshift_uint8);
+    tcase_add_test(tc, test_maxpool_dilated_indices);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
