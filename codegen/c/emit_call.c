@@ -6,8 +6,8 @@
  * parameters, then returns the status of one runtime call: the op's
  * reference kernel (OpInfo.ref_kernel_name), except f32 MATMUL ->
  * tcrt_fast_matmul and f32 CONV2D -> tcrt_fast_conv2d, which get the
- * planned workspace as out[1], and f32 MAXPOOL/AVGPOOL ->
- * tcrt_fast_maxpool/avgpool (no workspace).  COPY (reshape, identity) is a memcpy,
+ * planned workspace as out[1], and f32 MAXPOOL/AVGPOOL/REDUCE_SUM/REDUCE_MAX
+ * -> tcrt_fast_maxpool/avgpool/reduce_sum/reduce_max (no workspace).  COPY (reshape, identity) is a memcpy,
  * skipped when source and destination are the same address.
  * Also here: the kernel comment every emitter writes.
  * Invariants: descriptor shapes are the IR's static shapes; parameters are
@@ -176,6 +176,10 @@ bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st)
         fn = "tcrt_fast_maxpool";
     if (n->op == OP_AVGPOOL && n->out[0].type.dtype == TCRT_F32)
         fn = "tcrt_fast_avgpool";
+    if (n->op == OP_REDUCE_SUM && n->out[0].type.dtype == TCRT_F32)
+        fn = "tcrt_fast_reduce_sum";
+    if (n->op == OP_REDUCE_MAX && n->out[0].type.dtype == TCRT_F32)
+        fn = "tcrt_fast_reduce_max";
     for (int k = 0; k < n->n_inputs && ok; k++)
         if (!cg_c_type(ir_value_type(n->inputs[k])->dtype))
             ok = st_errorf(st, ST_UNSUPPORTED, "node '%s' (%s): dtype %s not supported", who, who_op,

@@ -15,7 +15,10 @@
  * stride[d+1] * size[d+1]), so the common same-shape case is one flat loop
  * and a bias-like broadcast is two loops.  Arithmetic happens in the
  * operands' C type (tgmath picks expf for floats); CAST writes (T)(A), or
- * (A) != 0 for a bool result.
+ * (A) != 0 for a bool result; POW by a constant 2 writes ((A) * (A)).
+ * Threads: a kernel of at least ELEM_PAR_MIN elements becomes kNNN_part
+ * (the loops, the outermost over a range) and kNNN, which runs
+ * ELEM_PAR_TASKS contiguous ranges through tcrt_parallel_tasks.
  * Invariants: every member has the root's output shape; operands broadcast
  * to it (checked, error if not); the output never aliases an operand (the
  * memory plan keeps operands live until the root runs).
@@ -25,6 +28,11 @@
 #include <string.h>
 
 #define MAX_EXT 64
+/* Kernels of at least ELEM_PAR_MIN elements are split over the runtime's
+ * thread pool in up to ELEM_PAR_TASKS contiguous ranges of the outermost
+ * loop (below that, waking a thread costs more than the loop). */
+#define ELEM_PAR_MIN (1 << 16)
+#define ELEM_PAR_TASKS 8
 #define ELEM_LEN 320 /* "a[" + index expression + "]" */
 
 typedef struct Loop {
@@ -154,9 +162,62 @@ static bool member_expr(const CgcElemGroup *grp, int m, char ext_elems[][ELEM_LE
             snprintf(buf, cap, "(%s)(%s)", out_ctype, ptrs[0]);
         return true;
     }
+    /* x ** 2 (layer norm's variance): one multiply, the same correctly
+     * rounded value as pow (no libm call in the loop). */
+    double e;
+    if (n->op == OP_POW && (n->out[0].type.dtype == TCRT_F32 || n->out[0].type.dtype == TCRT_F64) &&
+        ir_const_scalar(n->inputs[1], &e) && e == 2.0) {
+        snprintf(buf, cap, "((%s) * (%s))", ptrs[0], ptrs[0]);
+        return true;
+    }
     if (!substitute(oi->c_expr, ptrs, n->n_inputs, buf, cap))
         return st_errorf(st, ST_UNSUPPORTED, "codegen: expression of node %%%d too long", n->id);
     return true;
+}
+
+/* The kernel kname of a large group: its operands in a struct, ELEM_PAR_TASKS
+ * tasks (fewer when the outermost loop is shorter) of contiguous ranges of
+ * the outermost index, each running kname_part, handed to the runtime's
+ * pool (with 1 thread they run in order on the caller). */
+static void emit_parallel(CgOut *o, const CgcElemGroup *grp, const char *kname, char names[][16],
+                          const char *out_ctype, int64_t outer)
+{
+    int64_t n_tasks = outer < ELEM_PAR_TASKS ? outer : ELEM_PAR_TASKS;
+    int64_t chunk = (outer + n_tasks - 1) / n_tasks;
+    n_tasks = (outer + chunk - 1) / chunk;
+    cg_printf(o, "typedef struct %s_args {\n", kname);
+    o->indent++;
+    for (int k = 0; k < grp->n_ext; k++)
+        cg_printf(o, "const %s *%s;\n", cg_c_type(ir_value_type(grp->ext[k])->dtype), names[k]);
+    cg_printf(o, "%s *y;\n", out_ctype);
+    o->indent--;
+    cg_printf(o, "} %s_args;\n\n", kname);
+    cg_printf(o, "/* Task t: outermost indices [t * %lld, t * %lld + %lld) within [0, %lld). */\n",
+              (long long)chunk, (long long)chunk, (long long)chunk, (long long)outer);
+    cg_printf(o, "static void %s_task(void *ctx, int64_t t, int tid)\n{\n", kname);
+    o->indent++;
+    cg_printf(o, "const %s_args *p = ctx;\n", kname);
+    cg_printf(o, "int64_t end = t * %lld + %lld < %lld ? t * %lld + %lld : %lld;\n", (long long)chunk,
+              (long long)chunk, (long long)outer, (long long)chunk, (long long)chunk, (long long)outer);
+    cg_printf(o, "(void)tid;\n");
+    cg_printf(o, "%s_part(", kname);
+    for (int k = 0; k < grp->n_ext; k++)
+        cg_printf(o, "p->%s, ", names[k]);
+    cg_printf(o, "p->y, t * %lld, end);\n", (long long)chunk);
+    o->indent--;
+    cg_printf(o, "}\n\n");
+    cg_printf(o, "static void %s(", kname);
+    for (int k = 0; k < grp->n_ext; k++)
+        cg_printf(o, "const %s *restrict %s, ", cg_c_type(ir_value_type(grp->ext[k])->dtype), names[k]);
+    cg_printf(o, "%s *restrict y)\n{\n", out_ctype);
+    o->indent++;
+    cg_printf(o, "%s_args args = {", kname);
+    for (int k = 0; k < grp->n_ext; k++)
+        cg_printf(o, "%s, ", names[k]);
+    cg_printf(o, "y};\n");
+    cg_printf(o, "tcrt_parallel_tasks(%lld, %s_task, &args);\n", (long long)n_tasks, kname);
+    o->indent--;
+    cg_printf(o, "}\n\n");
 }
 
 bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status *st)
@@ -303,19 +364,26 @@ bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status 
     }
     cg_printf(o, " */\n");
 
-    /* Signature and loops. */
-    cg_printf(o, "static void %s(", kname);
-    for (int k = 0; k < grp->n_ext; k++)
-        cg_printf(o, "const %s *restrict %s, ", cg_c_type(ir_value_type(grp->ext[k])->dtype), names[k]);
-    cg_printf(o, "%s *restrict y)\n{\n", cg_c_type(ot->dtype));
-    o->indent++;
+    /* Signature and loops; a large kernel's loops go in kNNN_part over a
+     * range of the outermost index (see emit_parallel). */
     int64_t total = 1;
     for (int l = 0; l < n_loops; l++)
         total *= loops[l].size;
+    bool parallel = total >= ELEM_PAR_MIN && n_loops > 0 && loops[0].size > 1;
+    cg_printf(o, "static void %s%s(", kname, parallel ? "_part" : "");
+    for (int k = 0; k < grp->n_ext; k++)
+        cg_printf(o, "const %s *restrict %s, ", cg_c_type(ir_value_type(grp->ext[k])->dtype), names[k]);
+    cg_printf(o, "%s *restrict y%s)\n{\n", cg_c_type(ot->dtype),
+              parallel ? ", int64_t i0_begin, int64_t i0_end" : "");
+    o->indent++;
     const char *ivar = total > INT32_MAX ? "int64_t" : "int";
     for (int l = 0; l < n_loops; l++) {
-        cg_printf(o, "for (%s i%d = 0; i%d < %lld; i%d++)%s\n", ivar, l, l, (long long)loops[l].size,
-                  l, l == n_loops - 1 && grp->n_members > 1 ? " {" : "");
+        const char *open = l == n_loops - 1 && grp->n_members > 1 ? " {" : "";
+        if (parallel && l == 0)
+            cg_printf(o, "for (int64_t i0 = i0_begin; i0 < i0_end; i0++)%s\n", open);
+        else
+            cg_printf(o, "for (%s i%d = 0; i%d < %lld; i%d++)%s\n", ivar, l, l, (long long)loops[l].size, l,
+                      open);
         o->indent++;
     }
     if (n_loops == 0 && grp->n_members > 1) {
@@ -343,6 +411,8 @@ bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status 
     }
     o->indent--;
     cg_printf(o, "}\n\n");
+    if (ok && parallel)
+        emit_parallel(o, grp, kname, names, cg_c_type(ot->dtype), loops[0].size);
     xx_free(ext_elems);
     xx_free(docs);
     xx_free(sym);

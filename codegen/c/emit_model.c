@@ -1025,6 +1025,7 @@ static bool write_source(Ctx *c)
                 "#include \"tcrt.h\"\n"
                 "#include \"tcrt_kernels.h\"\n"
                 "#include \"tcrt_elem.h\"\n"
+                "#include \"tcrt_pool.h\"\n"
                 "\n"
                 "extern const unsigned char {{NAME}}_weights[];\n"
                 "\n",

@@ -4,7 +4,8 @@
  * Builds small graphs by hand, runs the pipeline, emits C into a temporary
  * folder, compiles and links it with tgt_build_exe against the runtime
  * built in this build dir, runs the executable on an .npy written here and
- * compares its .npy outputs with values derived by hand.  Also: emitting
+ * compares its .npy outputs with values derived by hand (a large fused
+ * elementwise kernel on 1 and 2 threads among them).  Also: emitting
  * twice gives identical bytes, the header API compiles and runs from a user
  * program, and a compiler failure is reported with its output.
  */
@@ -301,6 +302,75 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
+/* A fused elementwise kernel over 300 x 7 x 40 = 84000 elements (above
+ * the emitter's threading threshold): y = (a - b) ** 2 + a, b f32[40] = k
+ * broadcast over the last axis, a[i,j,k] = (i * 7 + j) % 13 - 0.5 k.  Every
+ * value is a multiple of 0.25 below 2^10, so the hand-computed result is
+ * exact.  Run with 1 and 2 threads; the generated C splits the kernel over
+ * the pool (kNNN_part, tcrt_parallel_tasks) and squares with a multiply. */
+START_TEST(test_large_elementwise_threads)
+{
+    enum { D0 = 300, D1 = 7, D2 = 40, N = D0 * D1 * D2 };
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    Status st = ST_INIT;
+    IrGraph *g = ir_graph_new(NULL, &st);
+    g->fold_on_build = false;
+    IrType at = {TCRT_F32, ir_shape_make(3, (int64_t[]){D0, D1, D2})};
+    IrValue a = ir_add_feed(g, "a", &at, &st);
+    float bv[D2];
+    for (int k = 0; k < D2; k++)
+        bv[k] = (float)k;
+    IrShape bs = ir_shape_make(1, (int64_t[]){D2});
+    IrValue b = ir_const(g, TCRT_F32, &bs, bv, &st);
+    IrValue two = ir_const_scalar_f(g, TCRT_F32, 2.0, &st);
+    IrValue d = ir_binary(g, OP_SUB, a, b, &st);
+    IrValue y = ir_binary(g, OP_ADD, ir_binary(g, OP_POW, d, two, &st), a, &st);
+    ck_assert_msg(st_ok(&st), "%s", st.msg);
+    ck_assert(ir_add_fetch(g, "y", y, &st));
+    ck_assert_msg(pass_run_pipeline(g, NULL, &st), "%s", st.msg);
+    emit_and_build(g, dir, "big");
+
+    char path[200];
+    snprintf(path, sizeof path, "%s/big.c", dir);
+    size_t len;
+    char *src = slurp(path, &len);
+    ck_assert_msg(strstr(src, "_part(") && strstr(src, "tcrt_parallel_tasks("), "kernel not split");
+    ck_assert_msg(!strstr(src, "pow("), "x ** 2 still calls pow");
+    free(src);
+
+    float *av = malloc(sizeof(float) * N), *want = malloc(sizeof(float) * N);
+    ck_assert(av && want);
+    for (int i = 0; i < D0; i++)
+        for (int j = 0; j < D1; j++)
+            for (int k = 0; k < D2; k++) {
+                int e = (i * D1 + j) * D2 + k;
+                av[e] = (float)((i * 7 + j) % 13) - 0.5f * (float)k;
+                double diff = (double)av[e] - k;
+                want[e] = (float)(diff * diff + av[e]);
+            }
+    char apath[128], feed[160], exe[128];
+    snprintf(apath, sizeof apath, "%s/a.npy", dir);
+    write_npy_f32(apath, av, 3, (int64_t[]){D0, D1, D2});
+    snprintf(feed, sizeof feed, "a=%s", apath);
+    snprintf(exe, sizeof exe, "%s/big", dir);
+    for (int threads = 1; threads <= 2; threads++) {
+        char outdir[128], targ[8];
+        snprintf(outdir, sizeof outdir, "%s/out%d", dir, threads);
+        ck_assert_int_eq(mkdir(outdir, 0755), 0);
+        snprintf(targ, sizeof targ, "%d", threads);
+        char *argv[] = {exe, "--feed", feed, "--out-dir", outdir, "--threads", targ, NULL};
+        ck_assert_int_eq(run_exe(argv), 0);
+        snprintf(path, sizeof path, "%s/y.npy", outdir);
+        check_npy_f32(path, want, 3, (int64_t[]){D0, D1, D2});
+    }
+    free(av);
+    free(want);
+    ir_graph_free(g);
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(test_deterministic_output)
 {
     char d1[64], d2[64];
@@ -415,6 +485,7 @@ static Suite *codegen_suite(void)
     tcase_add_test(tc, test_tiny_model_runs);
     tcase_add_test(tc, test_tiny_api);
     tcase_add_test(tc, test_broadcast_elementwise);
+    tcase_add_test(tc, test_large_elementwise_threads);
     tcase_add_test(tc, test_build_error_reported);
     suite_add_tcase(s, tc);
     return s;
