@@ -1,13 +1,18 @@
 /* compiler/driver.c - the tfcc command line.
  *
- *   tfcc compile MODEL --feed NAME[:DIMS]... --fetch NAME... -o EXE
+ *   tfcc compile MODEL --feed NAME[:DIMS]... --fetch NAME... -o OUT
+ *        [--target T]... [--cpu CPU] [--emit exe|lib|obj|c] [--backend c|llvm]
  *   tfcc run MODEL --feed NAME=FILE.npy... --fetch NAME... [--out-dir DIR]
  *   tfcc info MODEL
  *   tfcc ops [--markdown]
  *
  * compile: frontend (any format, detected by content) -> tf_import (prune
- * to the fetches, lower to primitives) -> pass pipeline -> C backend ->
- * system C compiler + runtime -> standalone executable.  run does the same
+ * to the fetches, lower to primitives) -> pass pipeline -> C backend (and,
+ * with --backend llvm, the LLVM backend's object instead of NAME.c and its
+ * weights) -> per --target, the target's C compiler + runtime (targets/) ->
+ * the --emit artifact: a standalone executable (OUT is its path), or in the
+ * folder OUT libNAME.a, NAME.o or portable sources, each with NAME.h and
+ * tcrt.h.  Several --target: one folder per target, OUT/<target>/.  run does the same
  * into a temporary folder, then executes the result on the given .npy files.
  * Every error is collected in a Status and printed once, prefixed "error: ";
  * the exit code is 0 (ok), 1 (error) or 2 (usage).
@@ -33,6 +38,7 @@
 #include "tfcc_config.h"
 
 #define MAX_ITEMS 256
+#define MAX_TARGETS 8
 
 typedef struct Options {
     const char *cmd;
@@ -55,6 +61,11 @@ typedef struct Options {
     bool verify_each;
     bool stats;
     bool markdown;
+    const char *targets[MAX_TARGETS]; /* --target, in order (none: the host) */
+    int n_targets;
+    const char *cpu;                /* --cpu (NULL: each target's default) */
+    const char *emit;               /* --emit exe|lib|obj|c (NULL: exe) */
+    const char *backend;            /* --backend c|llvm (NULL: c) */
     const char *run_args[MAX_ITEMS]; /* extra args passed to the executable (run) */
     int n_run_args;
     char *owned[2 * MAX_ITEMS + 8]; /* strings allocated for the options, freed by drv_main */
@@ -107,6 +118,15 @@ static void usage(FILE *f)
             "  --disable-pass P    skip pass P (fold, cse, dce, layout, fuse, pack)\n"
             "  --verify-each       run the IR verifier after every pass\n"
             "  --stats             print timings and memory statistics to stderr\n"
+            "  --target T          build for T (repeatable; default: the host): x86_64-linux-gnu,\n"
+            "                      aarch64-linux-gnu (cross gcc; run with qemu-aarch64 -L\n"
+            "                      /usr/aarch64-linux-gnu), aarch64-linux-android (--emit c only)\n"
+            "  --cpu CPU           CPU for the generated code (x86-64-v3, cortex-a76, ...)\n"
+            "  --emit KIND         exe (default; -o is the executable), lib (libNAME.a with the\n"
+            "                      runtime), obj (NAME.o), c (portable sources + Makefile); lib, obj\n"
+            "                      and c go in the folder -o, with NAME.h and tcrt.h; several\n"
+            "                      --target: -o OUT gives OUT/<target>/\n"
+            "  --backend B         c (default) or llvm (when tfcc was built with LLVM 19)\n"
             "  --out-dir DIR       (run) where fetched tensors are written (default .)\n"
             "  --threads N, --repeat N   (run) passed to the compiled executable\n");
 }
@@ -203,7 +223,44 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
                 !push(o->run_args, &o->n_run_args, v, err, "args"))
                 return 2;
             i++;
-        } else if (!strcmp(a, "--config"))
+        } else if (!strcmp(a, "--target")) {
+            if (!v) {
+                fprintf(err, "error: --target needs a value\n");
+                return 2;
+            }
+            if (!tgt_find(v)) {
+                fprintf(err, "error: unknown target '%s' (known:", v);
+                for (int t = 0; tgt_at(t); t++)
+                    fprintf(err, " %s", tgt_at(t)->name);
+                fprintf(err, ")\n");
+                return 2;
+            }
+            if (o->n_targets >= MAX_TARGETS) {
+                fprintf(err, "error: too many --target (limit %d)\n", MAX_TARGETS);
+                return 2;
+            }
+            for (int t = 0; t < o->n_targets; t++)
+                if (tgt_find(o->targets[t]) == tgt_find(v)) {
+                    fprintf(err, "error: --target %s given twice\n", v);
+                    return 2;
+                }
+            o->targets[o->n_targets++] = v;
+            i++;
+        } else if (!strcmp(a, "--emit")) {
+            TAKE(emit);
+            if (strcmp(v, "exe") && strcmp(v, "lib") && strcmp(v, "obj") && strcmp(v, "c")) {
+                fprintf(err, "error: unknown --emit kind '%s' (exe, lib, obj or c)\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--backend")) {
+            TAKE(backend);
+            if (strcmp(v, "c") && strcmp(v, "llvm")) {
+                fprintf(err, "error: unknown --backend '%s' (c or llvm)\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--cpu"))
+            TAKE(cpu);
+        else if (!strcmp(a, "--config"))
             TAKE(config);
         else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
             TAKE(output);
@@ -390,6 +447,67 @@ static void print_stats(const Stats *s, const IrGraph *g, FILE *err)
             (long long)g->arena_bytes, (long long)g->unplanned_bytes, (long long)g->weights_bytes);
 }
 
+/* Builds o->emit for each target from the generated files in gen_dir (see
+ * the file comment for where they go). */
+static bool build_artifacts(const Options *o, const IrGraph *g, const char *gen_dir, const char *out_path,
+                            const char *name, Stats *stats, Status *st)
+{
+    const char *emit = o->emit ? o->emit : "exe";
+    bool is_llvm = o->backend && !strcmp(o->backend, "llvm");
+    bool is_exe = !strcmp(emit, "exe"), is_c = !strcmp(emit, "c");
+    int n_targets = o->n_targets ? o->n_targets : 1;
+    if (is_llvm && is_c)
+        return st_errorf(st, ST_ERROR, "--emit c writes the C backend's sources: it cannot use --backend llvm");
+    for (int i = 0; i < n_targets && st_ok(st); i++) {
+        const TgtTarget *t = o->n_targets ? tgt_find(o->targets[i]) : tgt_host();
+        if (!is_c && t != tgt_host() && !tgt_check(t, st))
+            return false;
+        /* where: -o itself (one target), or -o/<target>/ */
+        char dir[PATH_MAX], path[PATH_MAX];
+        if (n_targets > 1) {
+            if (snprintf(dir, sizeof dir, "%s/%s", out_path, t->name) >= (int)sizeof dir)
+                return st_errorf(st, ST_IO, "%s: path too long", out_path);
+        } else
+            snprintf(dir, sizeof dir, "%s", out_path);
+        if ((!is_exe || n_targets > 1) && !mkdir_p(dir, st))
+            return false;
+        TgtJob j = {.t = t, .cpu = o->cpu, .dir = gen_dir, .name = name};
+        char obj[PATH_MAX], obj_name[160];
+        if (is_llvm) {
+            CgLlvmTarget lt = {.triple = t->llvm_triple, .cpu = tgt_cpu(t, o->cpu), .features = NULL};
+            CgOptions co = {.name = name, .source_file = o->model};
+            snprintf(obj_name, sizeof obj_name, "%s_llvm.o", name);
+            snprintf(obj, sizeof obj, "%s/%s", gen_dir, obj_name);
+            double t0 = now_ms();
+            if (!cgl_emit_object(g, &co, &lt, obj, st))
+                return false;
+            stats->codegen_ms += now_ms() - t0;
+            j.model_obj = obj_name;
+        }
+        TgtTimes times = {0};
+        bool ok;
+        if (is_c) {
+            ok = tgt_write_c_project(&j, dir, st);
+        } else if (is_exe) {
+            if (n_targets > 1) {
+                if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+                    return st_errorf(st, ST_IO, "%s: path too long", dir);
+            } else
+                snprintf(path, sizeof path, "%s", out_path);
+            ok = tgt_build(&j, TGT_EXE, path, &times, st);
+        } else {
+            bool is_lib = !strcmp(emit, "lib");
+            if (snprintf(path, sizeof path, is_lib ? "%s/lib%s.a" : "%s/%s.o", dir, name) >= (int)sizeof path)
+                return st_errorf(st, ST_IO, "%s: path too long", dir);
+            ok = tgt_build(&j, is_lib ? TGT_LIB : TGT_OBJ, path, &times, st) && tgt_copy_headers(&j, dir, st);
+        }
+        stats->cc_ms += times.cc_seconds * 1e3;
+        if (!ok)
+            return false;
+    }
+    return st_ok(st);
+}
+
 /* Compiles o->model with the given feed specs into exe_path, generated files
  * in gen_dir.  pre: the model already loaded (taken over and freed), or NULL. */
 static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feeds, int n_feeds,
@@ -433,11 +551,8 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
         ok = cgc_emit(g, &co, gen_dir, st);
         stats->codegen_ms = now_ms() - t0;
     }
-    if (ok) {
-        TgtTimes times = {0};
-        ok = tgt_build_exe(tgt_host(), gen_dir, name, exe_path, &times, st);
-        stats->cc_ms = times.cc_seconds * 1e3;
-    }
+    if (ok)
+        ok = build_artifacts(o, g, gen_dir, exe_path, name, stats, st);
     if (ok && o->stats)
         print_stats(stats, g, err);
     ir_graph_free(g);
@@ -664,6 +779,11 @@ static int cmd_compile(Options *o, FILE *out, FILE *err)
     FeModel pre = {0};
     int rc = 1;
 
+    if (o->backend && !strcmp(o->backend, "llvm") && !cgl_available()) {
+        st_errorf(&st, ST_ERROR, "--backend llvm: this tfcc was built without LLVM (install llvm-19-dev, "
+                                 "reconfigure and rebuild; see docs/targets.md)");
+        goto done;
+    }
     if (o->config && !config_specs(o, o->config, feeds, &n_feeds, fetches, &n_fetches, &cfg, &st))
         goto done;
     for (int i = 0; i < o->n_feeds; i++) {
@@ -762,6 +882,10 @@ static int cmd_run(const Options *o, FILE *out, FILE *err)
     const char *gen_dir = NULL;
     FeModel pre = {0};
     (void)out;
+    if (o->n_targets || (o->emit && strcmp(o->emit, "exe"))) {
+        st_errorf(&st, ST_ERROR, "run builds and runs a host executable: --target and --emit are for compile");
+        goto done;
+    }
 
     for (int i = 0; i < o->n_feeds; i++) {
         const char *eq = strrchr(o->feeds[i], '=');
@@ -812,6 +936,8 @@ static int cmd_run(const Options *o, FILE *out, FILE *err)
     snprintf(exe, sizeof exe, "%s/model", gen_dir);
     Options oc = *o;
     oc.output = exe;
+    oc.n_targets = 0; /* run builds and runs a host executable */
+    oc.emit = NULL;
     char name[128];
     snprintf(name, sizeof name, "model");
     if (o->name)

@@ -1,0 +1,395 @@
+/* tests/targets/test_targets.c - targets, --emit kinds, reproducibility.
+ *
+ * One executable, one Check suite per mode (each its own meson test, so they
+ * run in parallel):
+ *   errors     unknown --target / --emit / --backend, --backend llvm without
+ *              LLVM, the Android target without an NDK, run with --target:
+ *              exit codes and message text pinned
+ *   aarch64    DS_CNN_S and DNN_S (ML-KWS) compiled for aarch64-linux-gnu,
+ *              run under qemu-aarch64, outputs compared with the TF.js
+ *              references (rtol 1e-3 + atol 1e-4, as tests/e2e); DS_CNN_S
+ *              also with --backend llvm when tfcc has LLVM
+ *   app        app.c (a phone-app-style program using kws.h) linked with the
+ *              --emit lib archive, host and aarch64 (qemu), compared likewise
+ *   emitc-gcc, emitc-clang   the --emit c folder built with `make CC=...
+ *              CFLAGS='-O2 -Wall -Werror'`, run, compared likewise
+ *   repro      exe, lib, obj and c for two targets, compiled twice into two
+ *              different folders: the trees must be byte-identical (diff -r)
+ * usage: test_targets MODE MODELS_DIR TESTS_SRC_DIR
+ * Exits 77 (SKIP) when the models, the cross compiler, qemu or a compiler
+ * the mode needs is missing.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "compiler/driver.h"
+#include "targets/targets.h"
+#include "tcrt.h"
+
+static const char *models_dir, *src_dir;
+static char work[] = "/tmp/tfcc-targets-XXXXXX";
+
+#define QEMU "qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"
+
+static bool on_path(const char *cmd)
+{
+    const char *path = getenv("PATH");
+    char buf[4096];
+    while (path && *path) {
+        size_t n = strcspn(path, ":");
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, cmd);
+        if (n && access(buf, X_OK) == 0)
+            return true;
+        path += n + (path[n] == ':');
+    }
+    return false;
+}
+
+/* Whether aarch64 artifacts can be built here (cross compiler and the
+ * cross-compiled runtime; a build dir configured before the cross compilers
+ * were installed has none) and run (qemu). */
+static bool a64_ready(void)
+{
+    Status st = ST_INIT;
+    const TgtTarget *t = tgt_find("aarch64-linux-gnu");
+    return t && tgt_check(t, &st) && on_path("qemu-aarch64");
+}
+
+/* Runs argv (searched on PATH); its exit code, 128 when it did not exit. */
+static int run(char *const *argv)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* tfcc compile on a KWS model with extra args (NULL-terminated). */
+static int tfcc(const char *model, const char *out, const char *const *extra, FILE *err)
+{
+    char path[1024], feed[64];
+    snprintf(path, sizeof path, "%s/github-ml-kws/%s/%s.pb", models_dir, model, model);
+    snprintf(feed, sizeof feed, "Reshape:0:1x%d", strstr(model, "DNN") == model ? 250 : 490);
+    char *argv[40] = {"tfcc", "compile", path, "--feed", feed, "--fetch", "labels_softmax", "-o", (char *)out};
+    int k = 9;
+    for (int i = 0; extra && extra[i]; i++)
+        argv[k++] = (char *)extra[i];
+    argv[k] = NULL;
+    return drv_main(k, argv, stdout, err ? err : stderr);
+}
+
+static void ref_path(const char *model, const char *what, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/github-ml-kws/%s/reference/%s/%s", models_dir, model, model, what);
+}
+
+/* got (n floats) against the model's output_0.npy. */
+static void compare_floats(const char *what, const char *model, const float *got, int64_t n)
+{
+    char ref[1024], msg[512];
+    tcrt_tensor want;
+    ref_path(model, "output_0.npy", ref, sizeof ref);
+    ck_assert_msg(tcrt_npy_read(ref, &want, msg, sizeof msg) == TCRT_OK, "%s", msg);
+    ck_assert_int_eq(want.dtype, TCRT_F32);
+    ck_assert_int_eq(tcrt_tensor_count(&want), n);
+    const float *w = want.data;
+    double max_diff = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - w[i]);
+        ck_assert_msg(d <= 1e-4 + 1e-3 * fabs(w[i]), "%s: element %lld: got %g, want %g", what, (long long)i,
+                      got[i], w[i]);
+        max_diff = d > max_diff ? d : max_diff;
+    }
+    printf("  %s: %lld elements match (max abs diff %.3g)\n", what, (long long)n, max_diff);
+    free(want.data);
+}
+
+static void compare_npy(const char *what, const char *model, const char *got_path)
+{
+    tcrt_tensor got;
+    char msg[512];
+    ck_assert_msg(tcrt_npy_read(got_path, &got, msg, sizeof msg) == TCRT_OK, "%s: %s", what, msg);
+    ck_assert_int_eq(got.dtype, TCRT_F32);
+    compare_floats(what, model, got.data, tcrt_tensor_count(&got));
+    free(got.data);
+}
+
+/* Runs exe (through qemu when is_a64) on the model's input_0.npy and compares. */
+static void run_exe(const char *what, const char *model, const char *exe, bool is_a64)
+{
+    char feed[1200], in[1024], outdir[1100], got[1200];
+    ref_path(model, "input_0.npy", in, sizeof in);
+    snprintf(feed, sizeof feed, "Reshape:0=%s", in);
+    snprintf(outdir, sizeof outdir, "%s.out", exe);
+    char *a64[] = {QEMU, (char *)exe, "--feed", feed, "--out-dir", outdir, NULL};
+    char *host[] = {(char *)exe, "--feed", feed, "--out-dir", outdir, NULL};
+    ck_assert_msg(run(is_a64 ? a64 : host) == 0, "%s: %s failed", what, exe);
+    snprintf(got, sizeof got, "%s/labels_softmax.npy", outdir);
+    compare_npy(what, model, got);
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static int tfcc_err(const char *const *extra, char *msg, size_t n)
+{
+    FILE *f = fmemopen(msg, n, "w");
+    ck_assert_ptr_nonnull(f);
+    char out[600];
+    snprintf(out, sizeof out, "%s/err", work);
+    int rc = tfcc("DNN_S", out, extra, f);
+    fclose(f);
+    msg[n - 1] = 0;
+    return rc;
+}
+
+START_TEST(test_errors)
+{
+    char msg[2048];
+    const char *unknown_target[] = {"--target", "riscv64-linux-gnu", NULL};
+    ck_assert_int_eq(tfcc_err(unknown_target, msg, sizeof msg), 2);
+    ck_assert_msg(strstr(msg, "error: unknown target 'riscv64-linux-gnu' (known: x86_64-linux-gnu"), "%s", msg);
+    ck_assert_msg(strstr(msg, "aarch64-linux-android)"), "%s", msg);
+
+    const char *unknown_emit[] = {"--emit", "dll", NULL};
+    ck_assert_int_eq(tfcc_err(unknown_emit, msg, sizeof msg), 2);
+    ck_assert_msg(strstr(msg, "error: unknown --emit kind 'dll' (exe, lib, obj or c)"), "%s", msg);
+
+    const char *unknown_backend[] = {"--backend", "gcc", NULL};
+    ck_assert_int_eq(tfcc_err(unknown_backend, msg, sizeof msg), 2);
+    ck_assert_msg(strstr(msg, "error: unknown --backend 'gcc' (c or llvm)"), "%s", msg);
+
+    const char *twice[] = {"--target", "host", "--target", "x86_64-linux-gnu", NULL};
+    ck_assert_int_eq(tfcc_err(twice, msg, sizeof msg), 2);
+    ck_assert_msg(strstr(msg, "given twice"), "%s", msg);
+
+    if (!cgl_available()) {
+        const char *llvm[] = {"--backend", "llvm", NULL};
+        ck_assert_int_eq(tfcc_err(llvm, msg, sizeof msg), 1);
+        ck_assert_msg(strstr(msg, "error: --backend llvm: this tfcc was built without LLVM"), "%s", msg);
+    }
+    const char *llvm_c[] = {"--backend", "llvm", "--emit", "c", NULL};
+    if (cgl_available()) {
+        ck_assert_int_eq(tfcc_err(llvm_c, msg, sizeof msg), 1);
+        ck_assert_msg(strstr(msg, "--emit c writes the C backend's sources: it cannot use --backend llvm"), "%s",
+                      msg);
+    }
+
+    const char *android[] = {"--target", "aarch64-linux-android", "--emit", "lib", NULL};
+    ck_assert_int_eq(tfcc_err(android, msg, sizeof msg), 1);
+    ck_assert_msg(strstr(msg, "error: target aarch64-linux-android: needs the Android NDK"), "%s", msg);
+
+    /* the Android target's sources need no toolchain here */
+    const char *android_c[] = {"--target", "aarch64-linux-android", "--emit", "c", "--name", "kws", NULL};
+    ck_assert_int_eq(tfcc_err(android_c, msg, sizeof msg), 0);
+    char mk[700];
+    snprintf(mk, sizeof mk, "%s/err/Makefile", work);
+    ck_assert_int_eq(access(mk, R_OK), 0);
+
+    /* run builds for the host only */
+    char model[1024];
+    snprintf(model, sizeof model, "%s/github-ml-kws/DNN_S/DNN_S.pb", models_dir);
+    char *argv[] = {"tfcc", "run", model, "--target", "aarch64-linux-gnu", "--fetch", "labels_softmax", NULL};
+    FILE *f = fmemopen(msg, sizeof msg, "w");
+    ck_assert_int_eq(drv_main(7, argv, stdout, f), 1);
+    fclose(f);
+    ck_assert_msg(strstr(msg, "error: run builds and runs a host executable: --target and --emit are for compile"),
+                  "%s", msg);
+}
+END_TEST
+
+/* ---- aarch64 under qemu --------------------------------------------------- */
+
+START_TEST(test_aarch64_models)
+{
+    static const char *const models[] = {"DS_CNN_S", "DNN_S"};
+    for (int i = 0; i < 2; i++) {
+        char exe[600], what[128];
+        snprintf(exe, sizeof exe, "%s/%s_a64", work, models[i]);
+        const char *extra[] = {"--target", "aarch64-linux-gnu", i ? NULL : "--cpu", "cortex-a76", NULL};
+        ck_assert_int_eq(tfcc(models[i], exe, extra, NULL), 0);
+        snprintf(what, sizeof what, "%s aarch64-linux-gnu (qemu)", models[i]);
+        run_exe(what, models[i], exe, true);
+    }
+    if (!cgl_available()) {
+        printf("  --backend llvm: skipped (tfcc built without LLVM)\n");
+        return;
+    }
+    /* the LLVM backend's object for aarch64, linked with the cross runtime */
+    char exe[600];
+    snprintf(exe, sizeof exe, "%s/DS_CNN_S_a64_llvm", work);
+    const char *extra[] = {"--target", "aarch64-linux-gnu", "--backend", "llvm", NULL};
+    ck_assert_int_eq(tfcc("DS_CNN_S", exe, extra, NULL), 0);
+    run_exe("DS_CNN_S aarch64-linux-gnu --backend llvm (qemu)", "DS_CNN_S", exe, true);
+}
+END_TEST
+
+/* ---- phone-app-style program on --emit lib --------------------------------- */
+
+static void app_for(const char *target, const char *cc, bool is_a64)
+{
+    char out[600], lib[700], inc[700], app_src[1024], app[700], in_raw[700], out_raw[700], in_npy[1024];
+    snprintf(out, sizeof out, "%s/lib-%s", work, target);
+    const char *extra[] = {"--target", target, "--emit", "lib", "--name", "kws", NULL};
+    ck_assert_int_eq(tfcc("DS_CNN_S", out, extra, NULL), 0);
+    snprintf(lib, sizeof lib, "%s/libkws.a", out);
+    snprintf(inc, sizeof inc, "-I%s", out);
+    snprintf(app_src, sizeof app_src, "%s/targets/app.c", src_dir);
+    snprintf(app, sizeof app, "%s/app-%s", work, target);
+    char *ccv[] = {(char *)cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", inc, app_src, lib,
+                   "-lstdc++", "-pthread", "-lm", "-o", app, NULL};
+    ck_assert_msg(run(ccv) == 0, "building app.c against %s failed", lib);
+
+    /* raw float32 input from the reference's input_0.npy */
+    tcrt_tensor t;
+    char msg[512];
+    ref_path("DS_CNN_S", "input_0.npy", in_npy, sizeof in_npy);
+    ck_assert_msg(tcrt_npy_read(in_npy, &t, msg, sizeof msg) == TCRT_OK, "%s", msg);
+    snprintf(in_raw, sizeof in_raw, "%s/in-%s.f32", work, target);
+    snprintf(out_raw, sizeof out_raw, "%s/out-%s.f32", work, target);
+    FILE *f = fopen(in_raw, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite(t.data, sizeof(float), (size_t)tcrt_tensor_count(&t), f), tcrt_tensor_count(&t));
+    fclose(f);
+    free(t.data);
+
+    char *a64[] = {QEMU, app, "Reshape:0", in_raw, out_raw, NULL};
+    char *host[] = {app, "Reshape:0", in_raw, out_raw, NULL};
+    ck_assert_msg(run(is_a64 ? a64 : host) == 0, "%s failed", app);
+    float got[12];
+    f = fopen(out_raw, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fread(got, sizeof(float), 12, f), 12);
+    fclose(f);
+    char what[128];
+    snprintf(what, sizeof what, "app.c + libkws.a (%s)", target);
+    compare_floats(what, "DS_CNN_S", got, 12);
+}
+
+START_TEST(test_app_host) { app_for("x86_64-linux-gnu", "cc", false); }
+END_TEST
+
+START_TEST(test_app_aarch64)
+{
+    if (!a64_ready()) {
+        printf("  skipped: aarch64-linux-gnu-gcc, its runtime or qemu-aarch64 missing\n");
+        return;
+    }
+    app_for("aarch64-linux-gnu", "aarch64-linux-gnu-gcc", true);
+}
+END_TEST
+
+/* ---- --emit c built with gcc / clang --------------------------------------- */
+
+static const char *emitc_cc;
+
+START_TEST(test_emit_c)
+{
+    char out[600], exe[700], cc[64], cxx[64];
+    snprintf(out, sizeof out, "%s/c-%s", work, emitc_cc);
+    const char *extra[] = {"--emit", "c", "--name", "kws", NULL};
+    ck_assert_int_eq(tfcc("DS_CNN_S", out, extra, NULL), 0);
+    snprintf(cc, sizeof cc, "CC=%s", emitc_cc);
+    snprintf(cxx, sizeof cxx, "CXX=%s", !strcmp(emitc_cc, "clang") ? "clang++" : "g++");
+    char *make[] = {"make", "-s", "-C", out, cc, cxx, "CFLAGS=-O2 -Wall -Werror", NULL};
+    ck_assert_msg(run(make) == 0, "make in %s failed", out);
+    snprintf(exe, sizeof exe, "%s/kws", out);
+    char what[128];
+    snprintf(what, sizeof what, "--emit c built with %s", emitc_cc);
+    run_exe(what, "DS_CNN_S", exe, false);
+}
+END_TEST
+
+/* ---- reproducibility ------------------------------------------------------ */
+
+START_TEST(test_repro)
+{
+    static const char *const kinds[] = {"exe", "lib", "obj", "c"};
+    bool a64 = a64_ready();
+    for (int k = 0; k < 4; k++) {
+        char a[700], b[700];
+        snprintf(a, sizeof a, "%s/repro-one/%s", work, kinds[k]);
+        snprintf(b, sizeof b, "%s/repro-two-other-folder/%s", work, kinds[k]);
+        const char *extra[] = {"--emit", kinds[k], "--name", "kws", "--target", "x86_64-linux-gnu",
+                               a64 ? "--target" : NULL, "aarch64-linux-gnu", NULL};
+        ck_assert_int_eq(tfcc("DNN_S", a, extra, NULL), 0);
+        ck_assert_int_eq(tfcc("DNN_S", b, extra, NULL), 0);
+        char *diff[] = {"diff", "-r", "-q", a, b, NULL};
+        ck_assert_msg(run(diff) == 0, "--emit %s: %s and %s differ", kinds[k], a, b);
+        printf("  --emit %s: byte-identical across two runs and folders (%s)\n", kinds[k],
+               a64 ? "x86_64-linux-gnu, aarch64-linux-gnu" : "x86_64-linux-gnu");
+    }
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s MODE MODELS_DIR TESTS_SRC_DIR\n", argv[0]);
+        return 2;
+    }
+    const char *mode = argv[1];
+    models_dir = argv[2];
+    src_dir = argv[3];
+    struct stat sb;
+    if (stat(models_dir, &sb) != 0) {
+        printf("SKIP: %s not found (the shared model corpus is absent)\n", models_dir);
+        return 77;
+    }
+    bool need_a64 = !strcmp(mode, "aarch64");
+    if (need_a64 && !a64_ready()) {
+        printf("SKIP: aarch64-linux-gnu-gcc, its runtime (rebuild after installing it) or qemu-aarch64 missing\n");
+        return 77;
+    }
+    if (!strncmp(mode, "emitc-", 6)) {
+        emitc_cc = mode + 6;
+        if (!on_path(emitc_cc) || !on_path("make")) {
+            printf("SKIP: %s or make not installed\n", emitc_cc);
+            return 77;
+        }
+    }
+    if (!mkdtemp(work)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    Suite *s = suite_create("targets");
+    TCase *tc = tcase_create(mode);
+    tcase_set_timeout(tc, 300);
+    if (!strcmp(mode, "errors"))
+        tcase_add_test(tc, test_errors);
+    else if (need_a64)
+        tcase_add_test(tc, test_aarch64_models);
+    else if (!strcmp(mode, "app")) {
+        tcase_add_test(tc, test_app_host);
+        tcase_add_test(tc, test_app_aarch64);
+    } else if (emitc_cc)
+        tcase_add_test(tc, test_emit_c);
+    else if (!strcmp(mode, "repro"))
+        tcase_add_test(tc, test_repro);
+    else {
+        fprintf(stderr, "unknown mode '%s'\n", mode);
+        return 2;
+    }
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (!getenv("TFCC_KEEP")) {
+        char *rm[] = {"rm", "-rf", work, NULL};
+        run(rm);
+    }
+    return failed ? 1 : 0;
+}
