@@ -27,7 +27,8 @@ build=$(cd "$build" && pwd)
 shared="$root/../shared/models"
 VG=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible
     --suppressions="$root/scripts/valgrind.supp")
-RT_TESTS=(runtime_npy runtime_main runtime_guards runtime_kernels runtime_nms runtime_fast runtime_nomalloc)
+RT_TESTS=(runtime_npy runtime_main runtime_guards runtime_kernels runtime_nms runtime_fast runtime_nomalloc
+          runtime_pool runtime_fast_pool runtime_fast_conv)
 t0=$(date +%s)
 fails=0
 step() { echo; echo "=== valgrind: $* ($(( $(date +%s) - t0 )) s)"; }

@@ -142,6 +142,10 @@ tcrt_status tcrt_fast_maxpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out,
 tcrt_status tcrt_fast_avgpool(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
                                        const tcrt_params *p);
+/* Float32 sum / max over one adjacent run of axes (softmax, layer norm,
+ * global pooling; fast_reduce.c); anything else goes to the reference. */
+tcrt_status tcrt_fast_reduce_sum(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_fast_reduce_max(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 
 /* Packed convolution weights (TCRT_CONV_PACKED): HWIO w[KH,KW,Cin,Cout] ->
  * packed[ceil(Cout/TCRT_PACK_NR)][KH][KW][Cin][TCRT_PACK_NR], output channels

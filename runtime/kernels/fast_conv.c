@@ -11,12 +11,22 @@
  * cost nothing in the kernel and no im2col copy is made.  The micro-kernel
  * keeps the MR x NR accumulators in registers over all taps and Cin and
  * applies bias, residual and activation at the one store.
- * Work split: tasks are (Cout block of NR, chunk of pixel tiles), Cout block
- * major, so consecutive tasks reuse the same packed panel (taps*Cin x NR,
- * at most a few hundred KB: it stays in L2 while the tiles sweep it).  The
- * chunk count aims at >= 8 tasks per thread (tcrt_parallel_tasks hands them
- * out dynamically) without tasks under ~64K multiply-adds; a 7x7 1x1 conv
- * still splits over its Cout blocks.
+ * Pointers: one division per tile; a tile on one output row with every
+ * window inside the image (most tiles) takes row 0's pointers plus r
+ * strides, other rows step through their taps with bounds checks.
+ * Work split, two orders by the size of the packed weights:
+ *  - up to CONV_L2_WEIGHTS (1 MB): tile-major, tasks are chunks of tiles,
+ *    each tile meeting every Cout block of NR (all weights stay in L2), so
+ *    its pointers are built once;
+ *  - above: tasks are (Cout block, chunk of tiles), Cout block major, so
+ *    consecutive tasks reuse the block's panel; its taps go in groups whose
+ *    part of the panel fits CONV_PANEL_BYTES (the tiles sweep each part
+ *    from L2; the kernel keeps partial sums in C between groups), and each
+ *    call prefetches its share of the next part into L2 (TcrtKernEpi.pf),
+ *    so the weights' trip from memory overlaps the FMAs.
+ * The chunk count aims at >= 8 tasks per thread (tcrt_parallel_tasks hands
+ * them out dynamically) without tasks under ~64K multiply-adds; a 7x7 1x1
+ * conv still splits over its Cout blocks.
  * Workspace (tcrt_pconv_workspace): the zero vector (Cin floats) and, per
  * thread up to TCRT_MAX_THREADS, one tile's pointers (TCRT_KERN_MAX_MR x
  * taps); remainders need none (masked stores, repeated row pointers).
@@ -314,6 +324,34 @@ static void conv_pointers(const ConvJob *j, int64_t p0, int64_t mr_eff, int64_t 
     int64_t mr = j->k.mr, ohw = g->OH * g->OW;
     int64_t n = p0 / ohw, rem = p0 % ohw, oh = rem / g->OW, ow = rem % g->OW;
     int64_t kh0 = tp0 / g->KW, kh1 = div_up(tp1, g->KW);
+    int64_t hstep = g->dh * g->W * g->C, wstep = g->dw * g->C;
+    {
+        /* the common case: the tile's pixels on one output row, all
+         * windows inside the image: row r is row 0 plus r strides */
+        int64_t ih0 = oh * g->sh - g->pt, iw0 = ow * g->sw - g->pl, last = mr_eff - 1;
+        if (ow + last < g->OW && ih0 >= 0 && ih0 + (g->KH - 1) * g->dh < g->H && iw0 >= 0 &&
+            iw0 + last * g->sw + (g->KW - 1) * g->dw < g->W) {
+            const float *base = g->x + ((n * g->H + ih0) * g->W + iw0) * g->C;
+            int64_t roff[TCRT_KERN_MAX_MR];
+            for (int64_t r = 0; r < mr; r++)
+                roff[r] = (r < last ? r : last) * g->sw * g->C;
+            const float **dst = ind;
+            for (int64_t kh = kh0; kh < kh1; kh++) {
+                int64_t kw0 = kh == kh0 ? tp0 - kh * g->KW : 0,
+                        kw1 = kh == kh1 - 1 ? tp1 - kh * g->KW : g->KW;
+                const float *p = base + kh * hstep + kw0 * wstep;
+                for (int64_t kw = kw0; kw < kw1; kw++, p += wstep, dst += mr) {
+                    if (mr == TCRT_KERN_MAX_MR) /* constant trip count: unrolled */
+                        for (int r = 0; r < TCRT_KERN_MAX_MR; r++)
+                            dst[r] = p + roff[r];
+                    else
+                        for (int64_t r = 0; r < mr; r++)
+                            dst[r] = p + roff[r];
+                }
+            }
+            return;
+        }
+    }
     for (int64_t r = 0; r < mr; r++) {
         if (r > 0 && r < mr_eff && ++ow == g->OW) {
             ow = 0;
@@ -324,11 +362,13 @@ static void conv_pointers(const ConvJob *j, int64_t p0, int64_t mr_eff, int64_t 
         int64_t iw0 = ow * g->sw - g->pl, ih0 = oh * g->sh - g->pt;
         if (ih0 >= 0 && ih0 + (g->KH - 1) * g->dh < g->H && iw0 >= 0 && iw0 + (g->KW - 1) * g->dw < g->W) {
             /* window inside the image: fixed steps, no bounds checks */
-            int64_t hstep = g->dh * g->W * g->C, wstep = g->dw * g->C;
-            for (int64_t tp = tp0, kh = kh0, kw = tp0 - kh0 * g->KW; tp < tp1; tp++) {
-                ind[(tp - tp0) * mr + r] = img + (ih0 * g->W + iw0) * g->C + kh * hstep + kw * wstep;
-                if (++kw == g->KW)
-                    kw = 0, kh++;
+            const float *p = img + ((ih0 + kh0 * g->dh) * g->W + iw0) * g->C;
+            for (int64_t kh = kh0; kh < kh1; kh++, p += hstep) {
+                int64_t kw0 = kh == kh0 ? tp0 - kh * g->KW : 0,
+                        kw1 = kh == kh1 - 1 ? tp1 - kh * g->KW : g->KW;
+                const float **dst = ind + (kh * g->KW - tp0) * mr + r, *q = p + kw0 * wstep;
+                for (int64_t kw = kw0; kw < kw1; kw++, q += wstep)
+                    dst[kw * mr] = q;
             }
             continue;
         }
@@ -375,7 +415,8 @@ static int64_t tile_rows(const ConvJob *j, int64_t t)
 static void conv_task_tiles(void *ctx, int64_t task, int tid)
 {
     const ConvJob *j = ctx;
-    int64_t t0 = task * j->tiles_per_chunk, t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
+    int64_t t0 = task * j->tiles_per_chunk,
+            t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
     const float **ind = j->ind + (int64_t)tid * j->k.mr * j->taps;
     for (int64_t t = t0; t < t1; t++) {
         conv_pointers(j, t * j->k.mr, tile_rows(j, t), 0, j->taps, ind);
@@ -394,7 +435,8 @@ static void conv_task(void *ctx, int64_t task, int tid)
 {
     const ConvJob *j = ctx;
     int64_t cb = task / j->chunks, ch = task % j->chunks;
-    int64_t t0 = ch * j->tiles_per_chunk, t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
+    int64_t t0 = ch * j->tiles_per_chunk,
+            t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
     const float **ind = j->ind + (int64_t)tid * j->k.mr * j->taps;
     int64_t all = div_up(j->g->O, TCRT_PACK_NR), panels = j->k.nr / TCRT_PACK_NR;
     int64_t tap_bytes = j->g->C * TCRT_PACK_NR * (int64_t)sizeof(float);
@@ -412,8 +454,9 @@ static void conv_task(void *ctx, int64_t task, int tid)
             /* bytes [off, off + slice) of the next part, in its panel q */
             int64_t off = t * slice, q = part > 0 ? off / part : 0, in = part > 0 ? off % part : 0;
             int64_t n = q < np ? (part - in < slice ? part - in : slice) : 0;
-            const char *pf = n > 0 ? (const char *)(j->g->w + (ncb * panels + q) * j->pstride) + ntp0 * tap_bytes + in
-                                   : NULL;
+            const char *pf =
+                n > 0 ? (const char *)(j->g->w + (ncb * panels + q) * j->pstride) + ntp0 * tap_bytes + in
+                      : NULL;
             conv_tile(j, t, cb, tp0, tp1, ind, pf, n);
         }
     }
@@ -443,7 +486,8 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
     j.tiles = div_up(j.pixels, j.k.mr);
     j.cblocks = div_up(g.O, j.k.nr);
     /* weights that fit L2: tile-major (pointers built once per tile) */
-    bool tile_major = j.cblocks > 1 && div_up(g.O, TCRT_PACK_NR) * j.pstride * (int64_t)sizeof(float) <= CONV_L2_WEIGHTS;
+    bool tile_major =
+        j.cblocks > 1 && div_up(g.O, TCRT_PACK_NR) * j.pstride * (int64_t)sizeof(float) <= CONV_L2_WEIGHTS;
     int64_t macs = j.k.mr * j.k.nr * j.taps * g.C;
     j.chunks = tile_major ? chunk_count(j.tiles, 1, macs * j.cblocks, team())
                           : chunk_count(j.tiles, j.cblocks, macs, team());
@@ -491,7 +535,7 @@ typedef struct MMJob {
     int isa;
     int64_t M, N, K, kc, tiles, cblocks, a_tasks, tiles_per_a_task;
     int64_t nb_blocks, chunks, tiles_per_chunk, k0, kc_cur; /* N block, tile chunks, current K block */
-    int64_t pack_cb0, pack_cbs, nb_cur;                            /* B column blocks packed by the current run */
+    int64_t pack_cb0, pack_cbs, nb_cur;                     /* B column blocks packed by the current run */
     const float *A, *B, *bias;
     bool tb;
     float *C, *bpack, *apack; /* bpack [N/nr][K][nr]; apack per K block [M/mr][kc][mr] */
@@ -559,7 +603,8 @@ static void kmm_task(void *ctx, int64_t task, int tid)
     (void)tid;
     int64_t nb = j->nb_cur, ch = task;
     int64_t cb0 = nb * j->nb_blocks, cb1 = cb0 + j->nb_blocks < j->cblocks ? cb0 + j->nb_blocks : j->cblocks;
-    int64_t t0 = ch * j->tiles_per_chunk, t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
+    int64_t t0 = ch * j->tiles_per_chunk,
+            t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
     int64_t k0 = j->k0, kc = j->kc_cur;
     TcrtKernEpi e = {NULL, NULL, 0, j->act, j->alpha, k0 > 0, k0 + kc < j->K, NULL, 0};
     const float *a = j->apack + (k0 * j->tiles + t0 * kc) * j->mr;

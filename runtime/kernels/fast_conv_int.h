@@ -80,11 +80,10 @@ void tcrt_ukernel_avx512(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const
 
 void tcrt_gemm_avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                     const TcrtKernEpi *epi);
-void tcrt_gemm_avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                      const TcrtKernEpi *epi);
+void tcrt_gemm_avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
+                      int64_t ldc, const TcrtKernEpi *epi);
 /* AVX-512: 6 rows of A (row stride lda), columns [0, kc), packed as [kc][6]. */
 void tcrt_pack_a6_avx512(const float *a, int64_t lda, int64_t kc, float *dst);
-
 
 /* The ISA the kernels use: the best one the CPU supports, capped by the
  * build's runtime_isa option and by tcrt_kern_force_isa. */

@@ -421,6 +421,14 @@ int mm_shape(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt
     }
     if (M < 0 || N < 0 || K < 0 || n_batch < 0)
         return -1;
+    /* a[batch..., M, K] x b[K, N] (b without batch, a not broadcast, not
+     * transposed) is one [batch * M, K] x [K, N] product: rows are contiguous
+     * either way, and the GEMM beats n_batch GEMVs (a [16,1,64] input). */
+    bool a_full = !ta && a->rank == out->rank && tcrt_tensor_count(b) == br * bc;
+    for (int d = 0; d < out->rank - 2 && a_full; d++)
+        a_full = a->dims[d] == out->dims[d];
+    if (a_full && n_batch > 1)
+        M *= n_batch, n_batch = 1;
     s->mm = MM{M, N, K, ta, tb, n_in == 3 ? (const float *)in[2].data : nullptr, act_code, (float)p->f[0]};
     s->n_batch = n_batch;
     return 1;

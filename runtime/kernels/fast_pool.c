@@ -24,6 +24,7 @@
  *   out by tcrt_parallel_tasks; a problem below kSerialWork multiply-adds is
  *   one task.  No allocation, no workspace.
  */
+#include "fast_conv_int.h"
 #include "tcrt_kernels.h"
 #include "tcrt_pool.h"
 
@@ -247,66 +248,50 @@ typedef struct Dw {
     int64_t act;
     float alpha;
     int64_t ow_in0, ow_in1; /* output columns whose taps all lie inside the input */
+    int isa;                /* tcrt_kern_isa(): TCRT_ISA_AVX512 takes the 16-lane kernel */
     Rows rows;
 } Dw;
 
-/* Finishes VL channels of one output: + bias (in acc) + residual, act, store. */
-static inline void dw_store(const Dw *d, vf acc, int64_t off)
-{
-    if (d->res)
-        acc += vload(d->res + off);
-    vstore(d->y + off, actv(acc, d->act, d->alpha));
-}
+/* The multiplier-1 row kernel (fast_pool_dw.h) for 8 lanes (any target)
+ * and, where the build allows AVX-512, for 16 lanes (zmm, chosen at run
+ * time; the file is built for x86-64-v3, hence the target attribute). */
+#define DWV 8
+#define DW_FN(x) x##8
+#define DW_ATTR
+#include "fast_pool_dw.h"
+#undef DWV
+#undef DW_FN
+#undef DW_ATTR
 
-/* M == 1, output row (n, oh) whose valid taps are kh in [k0, k1). */
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX512 && (defined(__x86_64__) || defined(__i386__))
+#define DW_HAVE_AVX512 1
+#define DWV 16
+#define DW_FN(x) x##16
+#define DW_ATTR __attribute__((target("avx512f")))
+#include "fast_pool_dw.h"
+#undef DWV
+#undef DW_FN
+#undef DW_ATTR
+#else
+#define DW_HAVE_AVX512 0
+#endif
+
+/* M == 1, output row (n, oh) whose valid taps are kh in [k0, k1): vectors
+ * of 16 channels (AVX-512), then of 8, then the last channels one by one. */
 static void dw_row_m1(const Dw *d, int64_t n, int64_t oh, int64_t k0, int64_t k1)
 {
     const int64_t C = d->C, KW = d->KW;
+    int64_t c = 0;
+#if DW_HAVE_AVX512
+    if (d->isa >= TCRT_ISA_AVX512) {
+        dw_row_m116(d, n, oh, k0, k1, 0, C);
+        c = C - C % 16;
+    }
+#endif
+    dw_row_m18(d, n, oh, k0, k1, c, C);
+    c = C - C % VL;
     const float *xn = d->x + n * d->H * d->W * C;
     const int64_t ybase = ((n * d->OH + oh) * d->OW) * C;
-    int64_t c = 0;
-    for (; c + VL <= C; c += VL) {
-        vf b = d->bias ? vload(d->bias + c) : vsplat(0);
-        int64_t ow = 0;
-        while (ow < d->OW) {
-            if (ow >= d->ow_in0 && ow + 4 <= d->ow_in1) {
-                vf a0 = b, a1 = b, a2 = b, a3 = b;
-                const int64_t xs = d->sw * C;
-                for (int64_t kh = k0; kh < k1; kh++) {
-                    int64_t ih = oh * d->sh - d->pt + kh * d->dh;
-                    const float *xr = xn + ih * d->W * C + c;
-                    const float *wr = d->w + kh * KW * C + c;
-                    for (int64_t kw = 0; kw < KW; kw++) {
-                        vf wv = vload(wr + kw * C);
-                        const float *xp = xr + (ow * d->sw - d->pl + kw * d->dw) * C;
-                        a0 += vload(xp) * wv;
-                        a1 += vload(xp + xs) * wv;
-                        a2 += vload(xp + 2 * xs) * wv;
-                        a3 += vload(xp + 3 * xs) * wv;
-                    }
-                }
-                int64_t off = ybase + ow * C + c;
-                dw_store(d, a0, off);
-                dw_store(d, a1, off + C);
-                dw_store(d, a2, off + 2 * C);
-                dw_store(d, a3, off + 3 * C);
-                ow += 4;
-                continue;
-            }
-            vf a = b;
-            for (int64_t kh = k0; kh < k1; kh++) {
-                int64_t ih = oh * d->sh - d->pt + kh * d->dh;
-                for (int64_t kw = 0; kw < KW; kw++) {
-                    int64_t iw = ow * d->sw - d->pl + kw * d->dw;
-                    if (iw < 0 || iw >= d->W)
-                        continue;
-                    a += vload(xn + (ih * d->W + iw) * C + c) * vload(d->w + (kh * KW + kw) * C + c);
-                }
-            }
-            dw_store(d, a, ybase + ow * C + c);
-            ow++;
-        }
-    }
     for (; c < C; c++)
         for (int64_t ow = 0; ow < d->OW; ow++) {
             float a = d->bias ? d->bias[c] : 0.0f;
@@ -437,6 +422,7 @@ tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_ten
         d.ow_in1 = d.OW;
     if (d.ow_in1 < d.ow_in0)
         d.ow_in1 = d.ow_in0;
+    d.isa = tcrt_kern_isa();
     int64_t n_tasks = row_tasks(&d.rows, d.N * d.OH, n_y * d.KH * d.KW);
     tcrt_parallel_tasks(n_tasks, dw_task, &d);
     return TCRT_OK;

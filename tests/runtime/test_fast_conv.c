@@ -15,8 +15,8 @@
  * 2, asymmetric pads, Cin 1/3/17/64/300/1024, Cout 1/5/16/17/33/100/200,
  * N = 2, a 1x1 input, tiles that cross output rows and images, Cout blocks
  * with 1, 2 and 3 panels left, both sweep orders (tile-major for weights
- * under 1 MB, Cout-block-major above) and the tap groups of deep layers.  Also: a too small workspace falls back to the
- * reference, and the workspace reported fits TCRT_MAX_THREADS.
+ * under 1 MB, Cout-block-major above) and the tap groups of deep layers.  Also: a too small workspace falls
+ * back to the reference, and the workspace reported fits TCRT_MAX_THREADS.
  */
 #include "fast_conv_int.h"
 #include "tcrt_kernels.h"
@@ -74,6 +74,10 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0,
     return (in + p0 + p1 - (k - 1) * d - 1) / s + 1;
 }
 
+/* When set, run_conv passes the HWIO weights unpacked (TCRT_CONV_PACKED = 0): the
+ * Eigen path of tcrt_fast_conv2d, which adds a residual after its GEMM. */
+static bool unpacked_mode;
+
 /* Runs case c with the current ISA cap and thread count; checks every output. */
 static void run_conv(const ConvCase *c, const char *what)
 {
@@ -127,9 +131,13 @@ static void run_conv(const ConvCase *c, const char *what)
                          {bias, TCRT_F32, 1, {c->cout}},
                          {res, TCRT_F32, 4, {c->n, oh, ow, c->cout}}};
     tcrt_tensor out[2] = {{got, TCRT_F32, 4, {c->n, oh, ow, c->cout}}, {NULL, TCRT_U8, 1, {0}}};
+    if (unpacked_mode) {
+        p.i[TCRT_CONV_PACKED] = 0;
+        in[1] = (tcrt_tensor){w, TCRT_F32, 4, {c->kh, c->kw, c->cin, c->cout}};
+    }
     size_t ws = tcrt_fast_conv2d_workspace(in, n_in, out, &p);
-    ck_assert_msg(ws > 0, "%s: no workspace reported", what);
-    out[1].data = malloc(ws);
+    ck_assert_msg(ws > 0 || unpacked_mode, "%s: no workspace reported", what);
+    out[1].data = malloc(ws ? ws : 1);
     out[1].dims[0] = (int64_t)ws;
     for (int64_t i = 0; i < ny; i++)
         got[i] = NAN;
@@ -188,6 +196,28 @@ START_TEST(conv_cases)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_conv_all(&cases[i].c, cases[i].name);
+}
+END_TEST
+
+/* Unpacked weights with a residual (the pack pass disabled): bias + residual +
+ * activation after the Eigen GEMM, 1 and 2 threads, 1x1 and 3x3. */
+START_TEST(conv_unpacked_residual)
+{
+    static const ConvCase cases[] = {
+        {1, 9, 7, 5, 3, 3, 17, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU},
+        {2, 6, 6, 16, 1, 1, 33, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_LEAKY},
+        {1, 8, 8, 3, 3, 3, 8, 2, 2, 1, 1, 0, 1, 1, 0, true, true, TCRT_ACT_RELU6},
+    };
+    unpacked_mode = true;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int t = 1; t <= 2; t++) {
+            tcrt_set_threads(t);
+            char what[96];
+            snprintf(what, sizeof what, "unpacked residual case %zu (%d threads)", i, t);
+            run_conv(&cases[i], what);
+        }
+    unpacked_mode = false;
+    tcrt_set_threads(1);
 }
 END_TEST
 
@@ -299,9 +329,12 @@ START_TEST(matmul_cases)
         bool tb, bias;
         int act;
     } cases[] = {
-        {1, 37, 53, 29, false, true, TCRT_ACT_RELU},    {1, 64, 100, 130, true, false, TCRT_ACT_NONE},
-        {2, 19, 17, 128, false, true, TCRT_ACT_LEAKY},  {1, 13, 200, 1030, true, true, TCRT_ACT_RELU6},
-        {1, 100, 33, 256, false, false, TCRT_ACT_NONE}, {3, 9, 16, 64, true, true, TCRT_ACT_RELU},
+        {1, 37, 53, 29, false, true, TCRT_ACT_RELU},
+        {1, 64, 100, 130, true, false, TCRT_ACT_NONE},
+        {2, 19, 17, 128, false, true, TCRT_ACT_LEAKY},
+        {1, 13, 200, 1030, true, true, TCRT_ACT_RELU6},
+        {1, 100, 33, 256, false, false, TCRT_ACT_NONE},
+        {3, 9, 16, 64, true, true, TCRT_ACT_RELU},
         {1, 70, 80, 600, false, true, TCRT_ACT_NONE},
         /* GEMM blocking: 3 K blocks, 2 N blocks, M % 6 = 2 */
         {1, 50, 530, 2100, true, true, TCRT_ACT_RELU},
@@ -346,6 +379,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, conv_cases);
     tcase_add_test(tc, conv_random);
+    tcase_add_test(tc, conv_unpacked_residual);
     tcase_add_test(tc, conv_small_workspace);
     tcase_add_test(tc, matmul_cases);
     tcase_add_test(tc, isa_cap);

@@ -14,7 +14,14 @@
  * convolution |fast - ref| <= 1e-5 (1e-4 conv) x (1 + |ref|) (the reference
  * accumulates in double).  Also: NaN in a max window gives NaN; float64 goes
  * to the reference (identical result).
+ * ISAs: the depthwise cases run once per instruction set the CPU and build
+ * have (tcrt_kern_force_isa caps it: AVX-512 takes the 16-lane row kernel,
+ * AVX2 and portable the 8-lane one); fast_dw_blocks sweeps output widths 1..40
+ * and channels 8..57 of 3x3 stride 1 and 2 (the unrolled kernel), so that
+ * every block size (8, 4, 2, 1), both vector widths and the scalar channel
+ * tail meet borders.
  */
+#include "fast_conv_int.h"
 #include "tcrt_kernels.h"
 
 #include <check.h>
@@ -57,7 +64,7 @@ static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, 
     return in + p0 + p1 < span ? 0 : (in + p0 + p1 - span) / s + 1;
 }
 
-static const int64_t chans[] = {1, 3, 16, 17, 33, 64};
+static const int64_t chans[] = {1, 3, 16, 17, 25, 33, 64};
 static const int64_t kernels[] = {1, 2, 3, 7};
 
 /* ---- pooling ---- */
@@ -108,7 +115,7 @@ static void check_pool(const PoolCase *pc, bool is_max, int threads)
 START_TEST(fast_pool_random)
 {
     for (int threads = 1; threads <= 2; threads++)
-        for (size_t ci = 0; ci < 6; ci++)
+        for (size_t ci = 0; ci < sizeof chans / sizeof chans[0]; ci++)
             for (size_t ki = 0; ki < 4; ki++)
                 for (int64_t s = 1; s <= 2; s++) {
                     int64_t k = kernels[ki];
@@ -251,14 +258,25 @@ static void check_dw(const DwCase *dc, int threads)
     free(yf);
 }
 
+/* The ISAs this CPU and build can run, best first; returns the count. */
+static int isa_list(int *isas)
+{
+    int n = 0;
+    for (int isa = TCRT_ISA_AVX512; isa >= TCRT_ISA_PORTABLE; isa--)
+        if (tcrt_kern_isa_supported(isa))
+            isas[n++] = isa;
+    return n;
+}
+
 START_TEST(fast_dw_random)
 {
-    int i = 0;
+    int i = 0, isas[3], n_isa = isa_list(isas);
     for (int threads = 1; threads <= 2; threads++)
-        for (size_t ci = 0; ci < 6; ci++)
+        for (size_t ci = 0; ci < sizeof chans / sizeof chans[0]; ci++)
             for (size_t ki = 0; ki < 4; ki++)
                 for (int64_t s = 1; s <= 2; s++)
                     for (int64_t d = 1; d <= 2; d++, i++) {
+                        tcrt_kern_force_isa(isas[i % n_isa]);
                         int64_t k = kernels[ki], span = (k - 1) * d + 1;
                         DwCase dc = {1 + urand() % 2,
                                      span + urand() % 6,
@@ -277,22 +295,51 @@ START_TEST(fast_dw_random)
                                      i % 4};
                         check_dw(&dc, threads);
                     }
+    tcrt_kern_force_isa(-1);
     tcrt_set_threads(1);
+}
+END_TEST
+
+START_TEST(fast_dw_blocks)
+{
+    int isas[3], n_isa = isa_list(isas);
+    for (int k = 0; k < n_isa; k++) {
+        tcrt_kern_force_isa(isas[k]);
+        for (int64_t s = 1; s <= 2; s++)
+            for (int64_t ow = 1; ow <= 40; ow++) {
+                int64_t c = 8 + (ow * 7 + s) % 50, w = (ow - 1) * s + 3 - (ow % 3 == 0 ? 2 : 0);
+                /* pads 1 or 0 left, any right; 4 rows (top and bottom rows clip kh) */
+                DwCase dc = {1, 4, w, c, 1, 3, s, 1, 1, 1, ow % 3 == 0 ? 1 : 0, ow % 3 == 0 ? 1 : 0,
+                             ow % 2 == 0, ow % 5 == 0, (int)(ow % 4)};
+                check_dw(&dc, 1);
+            }
+        /* 3-wide kernels that are not 3x3: 3x1 columns (generic KW = 3 copy) */
+        for (int64_t c = 15; c <= 49; c += 17) {
+            DwCase dc = {1, 9, 30, c, 1, 3, 1, 2, 2, 2, 2, 2, true, false, TCRT_ACT_RELU6};
+            check_dw(&dc, 1);
+        }
+    }
+    tcrt_kern_force_isa(-1);
 }
 END_TEST
 
 START_TEST(fast_dw_every_act)
 {
-    for (int act = TCRT_ACT_NONE; act <= TCRT_ACT_LEAKY; act++)
-        for (int res = 0; res <= 1; res++)
-            for (int64_t m = 1; m <= 2; m++)
-                for (int threads = 1; threads <= 2; threads++) {
-                    /* large enough that 2 threads split the rows */
-                    DwCase dc = {2, 24, 28, 33, m, 3, 1, 1, 1, 1, 1, 1, true, res != 0, act};
-                    check_dw(&dc, threads);
-                    DwCase d2 = {1, 20, 20, 64, m, 3, 2, 2, 2, 1, 0, 2, res != 0, res != 0, act};
-                    check_dw(&d2, threads);
-                }
+    int isas[3], n_isa = isa_list(isas);
+    for (int k = 0; k < n_isa; k++) {
+        tcrt_kern_force_isa(isas[k]);
+        for (int act = TCRT_ACT_NONE; act <= TCRT_ACT_LEAKY; act++)
+            for (int res = 0; res <= 1; res++)
+                for (int64_t m = 1; m <= 2; m++)
+                    for (int threads = 1; threads <= 2; threads++) {
+                        /* large enough that 2 threads split the rows */
+                        DwCase dc = {2, 24, 28, 33, m, 3, 1, 1, 1, 1, 1, 1, true, res != 0, act};
+                        check_dw(&dc, threads);
+                        DwCase d2 = {1, 20, 20, 64, m, 3, 2, 2, 2, 1, 0, 2, res != 0, res != 0, act};
+                        check_dw(&d2, threads);
+                    }
+    }
+    tcrt_kern_force_isa(-1);
     tcrt_set_threads(1);
 }
 END_TEST
@@ -340,6 +387,7 @@ int main(void)
     tcase_add_test(tc, fast_pool_edges);
     tcase_add_test(tc, fast_pool_nan_and_f64);
     tcase_add_test(tc, fast_dw_random);
+    tcase_add_test(tc, fast_dw_blocks);
     tcase_add_test(tc, fast_dw_every_act);
     tcase_add_test(tc, fast_dw_residual_in_place);
     suite_add_tcase(s, tc);

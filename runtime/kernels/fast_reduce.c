@@ -1,0 +1,161 @@
+/* runtime/kernels/fast_reduce.c - fast float32 sum and max reductions
+ * (tcrt_kernels.h) for the shapes softmax, layer norm and global average
+ * pooling produce; everything else goes to the reference (ref_reduce.c),
+ * which defines the semantics.
+ *
+ * Handled: f32, the reduced axes (ignoring axes of size 1) one adjacent
+ * run, so the input is [outer, red, inner] in row-major order and the
+ * output [outer, inner]:
+ *  - inner == 1 (the last axes: softmax, layer norm): each output is the
+ *    reduction of red contiguous floats, in VL lanes of partial results
+ *    combined at the end;
+ *  - inner > 1 (NHWC global pooling over H, W): the output row of inner
+ *    floats accumulates the red input rows, VL channels at a time.
+ * Sums are float32 (the reference accumulates in double: results differ by
+ * rounding only); max follows the reference's NaN rule (a NaN wins and
+ * stays).  Empty reductions (red == 0) go to the reference.  Single thread,
+ * no allocation.
+ */
+#include "tcrt_kernels.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#define VL 8
+typedef float vf __attribute__((vector_size(VL * sizeof(float))));
+typedef int32_t vi __attribute__((vector_size(VL * sizeof(float))));
+
+static inline vf vload(const float *p)
+{
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* max with NaN winning and staying: a NaN in a is kept, a NaN in v taken. */
+static inline vf vmax_nan(vf a, vf v)
+{
+    vi take = ((v > a) | (v != v)) & (a == a);
+    return (vf)(((vi)v & take) | ((vi)a & ~take));
+}
+
+static inline float max_nan(float a, float v)
+{
+    return a != a ? a : (v > a || v != v) ? v : a;
+}
+
+/* Sum or max of n contiguous floats (n >= 1). */
+static float reduce_row(const float *x, int64_t n, bool is_max)
+{
+    int64_t i = 0;
+    float r = is_max ? x[0] : 0.0f;
+    if (n >= 2 * VL) {
+        vf a0 = vload(x), a1 = vload(x + VL);
+        for (i = 2 * VL; i + 2 * VL <= n; i += 2 * VL) {
+            vf v0 = vload(x + i), v1 = vload(x + i + VL);
+            if (is_max)
+                a0 = vmax_nan(a0, v0), a1 = vmax_nan(a1, v1);
+            else
+                a0 += v0, a1 += v1;
+        }
+        if (is_max) {
+            a0 = vmax_nan(a0, a1);
+            for (int k = 0; k < VL; k++)
+                r = max_nan(r, a0[k]);
+        } else {
+            a0 += a1;
+            for (int k = 0; k < VL; k++)
+                r += a0[k];
+        }
+    }
+    for (; i < n; i++)
+        r = is_max ? max_nan(r, x[i]) : r + x[i];
+    return r;
+}
+
+/* y[inner] = reduction over red rows x[r * inner + i]. */
+static void reduce_rows(const float *x, int64_t red, int64_t inner, float *y, bool is_max)
+{
+    int64_t i = 0;
+    for (; i + VL <= inner; i += VL) {
+        vf a = vload(x + i);
+        for (int64_t r = 1; r < red; r++) {
+            vf v = vload(x + r * inner + i);
+            a = is_max ? vmax_nan(a, v) : a + v;
+        }
+        memcpy(y + i, &a, sizeof a);
+    }
+    for (; i < inner; i++) {
+        float a = x[i];
+        for (int64_t r = 1; r < red; r++)
+            a = is_max ? max_nan(a, x[r * inner + i]) : a + x[r * inner + i];
+        y[i] = a;
+    }
+}
+
+/* [outer, red, inner] of x for reduced-axes mask; false when the reduced
+ * axes of size > 1 are not one adjacent run. */
+static bool split3(const tcrt_tensor *x, int64_t mask, int64_t *outer, int64_t *red, int64_t *inner)
+{
+    int first = -1, last = -1;
+    *outer = *red = *inner = 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (!(mask & ((int64_t)1 << d)) || x->dims[d] == 1)
+            continue;
+        if (first < 0)
+            first = d;
+        else if (last != d - 1) {
+            /* a kept axis of size > 1 between two reduced ones? */
+            for (int k = last + 1; k < d; k++)
+                if (x->dims[k] != 1)
+                    return false;
+        }
+        last = d;
+    }
+    for (int d = 0; d < x->rank; d++) {
+        if (first >= 0 && d >= first && d <= last)
+            *red *= x->dims[d];
+        else if (first >= 0 && d > last)
+            *inner *= x->dims[d];
+        else
+            *outer *= x->dims[d];
+    }
+    return true;
+}
+
+static tcrt_status fast_reduce(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                               const tcrt_params *p, bool is_max)
+{
+    tcrt_status (*ref)(const tcrt_tensor *, int, tcrt_tensor *, int, const tcrt_params *) =
+        is_max ? tcrt_ref_reduce_max : tcrt_ref_reduce_sum;
+    if (!in || !out || !p || n_in != 1 || n_out < 1)
+        return ref(in, n_in, out, n_out, p);
+    const tcrt_tensor *x = &in[0];
+    int64_t mask = p->i[TCRT_RED_MASK], outer, red, inner;
+    if (x->dtype != TCRT_F32 || out->dtype != TCRT_F32 || !x->data || !out->data || x->rank < 0 ||
+        x->rank > TCRT_MAX_RANK || (mask & ~(((int64_t)1 << x->rank) - 1)) ||
+        tcrt_tensor_count(x) <= 0 || !split3(x, mask, &outer, &red, &inner) ||
+        tcrt_tensor_count(out) != outer * inner)
+        return ref(in, n_in, out, n_out, p);
+    const float *xs = (const float *)x->data;
+    float *y = (float *)out->data;
+    for (int64_t o = 0; o < outer; o++) {
+        if (inner == 1)
+            y[o] = reduce_row(xs + o * red, red, is_max);
+        else
+            reduce_rows(xs + o * red * inner, red, inner, y + o * inner, is_max);
+    }
+    return TCRT_OK;
+}
+
+tcrt_status tcrt_fast_reduce_sum(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                 const tcrt_params *p)
+{
+    return fast_reduce(in, n_in, out, n_out, p, false);
+}
+
+tcrt_status tcrt_fast_reduce_max(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                 const tcrt_params *p)
+{
+    return fast_reduce(in, n_in, out, n_out, p, true);
+}
