@@ -120,7 +120,8 @@ static void usage(FILE *f)
             "  --stats             print timings and memory statistics to stderr\n"
             "  --target T          build for T (repeatable; default: the host): x86_64-linux-gnu,\n"
             "                      aarch64-linux-gnu (cross gcc; run with qemu-aarch64 -L\n"
-            "                      /usr/aarch64-linux-gnu), aarch64-linux-android (--emit c only)\n"
+            "                      /usr/aarch64-linux-gnu), aarch64-linux-android (--emit c, or\n"
+            "                      --emit obj --backend llvm)\n"
             "  --cpu CPU           CPU for the generated code (x86-64-v3, cortex-a76, ...)\n"
             "  --emit KIND         exe (default; -o is the executable), lib (libNAME.a with the\n"
             "                      runtime), obj (NAME.o), c (portable sources + Makefile); lib, obj\n"
@@ -460,7 +461,8 @@ static bool build_artifacts(const Options *o, const IrGraph *g, const char *gen_
         return st_errorf(st, ST_ERROR, "--emit c writes the C backend's sources: it cannot use --backend llvm");
     for (int i = 0; i < n_targets && st_ok(st); i++) {
         const TgtTarget *t = o->n_targets ? tgt_find(o->targets[i]) : tgt_host();
-        if (!is_c && t != tgt_host() && !tgt_check(t, st))
+        bool llvm_obj = is_llvm && !strcmp(emit, "obj"); /* needs no toolchain */
+        if (!is_c && !llvm_obj && t != tgt_host() && !tgt_check(t, st))
             return false;
         /* where: -o itself (one target), or -o/<target>/ */
         char dir[PATH_MAX], path[PATH_MAX];

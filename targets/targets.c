@@ -88,7 +88,8 @@ static const TgtTarget table[] = {
         .exe_wrapper = "adb shell",
         .unavailable = "needs the Android NDK (aarch64-linux-android24-clang and its sysroot), which this "
                        "tfcc does not use: --emit c writes sources and a Makefile to build with the NDK "
-                       "(make CC=aarch64-linux-android24-clang CXX=aarch64-linux-android24-clang++)",
+                       "(make CC=aarch64-linux-android24-clang CXX=aarch64-linux-android24-clang++), and "
+                       "--emit obj --backend llvm writes the model's object, which needs no toolchain",
     },
 };
 #define N_TARGETS ((int)(sizeof table / sizeof table[0]))
@@ -450,6 +451,19 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
         return false;
     if (!j || !j->t || !j->dir || !j->name || !out_path)
         return st_errorf(st, ST_ERROR, "tgt_build: missing target, folder, name or output");
+    /* --backend llvm --emit obj: the LLVM object already holds code and
+     * weights; it is the artifact, no toolchain is needed (so this works for
+     * a target whose toolchain is unavailable, e.g. Android without an NDK). */
+    if (kind == TGT_OBJ && j->model_obj) {
+        char src[4096];
+        if (snprintf(src, sizeof src, "%s/%s", j->dir, j->model_obj) >= (int)sizeof src)
+            return st_errorf(st, ST_IO, "folder path too long: '%s'", j->dir);
+        double t_copy = now_seconds();
+        bool copied = copy_file(src, out_path, st);
+        if (times)
+            times->cc_seconds = now_seconds() - t_copy;
+        return copied;
+    }
     if (j->t->unavailable)
         return st_errorf(st, ST_ERROR, "target %s: %s", j->t->name, j->t->unavailable);
     double t0 = now_seconds();

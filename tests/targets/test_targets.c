@@ -198,6 +198,26 @@ START_TEST(test_errors)
     snprintf(mk, sizeof mk, "%s/err/Makefile", work);
     ck_assert_int_eq(access(mk, R_OK), 0);
 
+    /* ... nor does its LLVM object: an AArch64 ELF relocatable (e_type 1 at
+     * byte 16, e_machine 183 at 18) next to the header */
+    if (cgl_available()) {
+        const char *android_o[] = {"--target", "aarch64-linux-android", "--emit", "obj", "--backend", "llvm",
+                                   "--name", "kwsa", NULL};
+        ck_assert_int_eq(tfcc_err(android_o, msg, sizeof msg), 0);
+        char obj[700], hdr[700];
+        snprintf(obj, sizeof obj, "%s/err/kwsa.o", work);
+        snprintf(hdr, sizeof hdr, "%s/err/kwsa.h", work);
+        ck_assert_int_eq(access(hdr, R_OK), 0);
+        FILE *fo = fopen(obj, "rb");
+        ck_assert_ptr_nonnull(fo);
+        unsigned char e[20];
+        ck_assert_int_eq(fread(e, 1, sizeof e, fo), sizeof e);
+        fclose(fo);
+        ck_assert(e[0] == 0x7f && e[1] == 'E' && e[2] == 'L' && e[3] == 'F' && e[4] == 2);
+        ck_assert_int_eq(e[16] | e[17] << 8, 1);
+        ck_assert_int_eq(e[18] | e[19] << 8, 183);
+    }
+
     /* run builds for the host only */
     char model[1024];
     snprintf(model, sizeof model, "%s/github-ml-kws/DNN_S/DNN_S.pb", models_dir);
