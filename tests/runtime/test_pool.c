@@ -121,7 +121,7 @@ typedef struct Job {
 
 static void busy_work(int64_t t)
 {
-    volatile int64_t x = t;
+    volatile uint64_t x = (uint64_t)t; /* unsigned: wraps without overflow */
     for (int i = 0; i < 200; i++)
         x = x * 3 + 1;
 }
