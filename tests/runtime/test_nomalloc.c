@@ -1,12 +1,8 @@
 /* test_nomalloc.c - Check suite: the fast kernels allocate nothing during a run.
  *
- * How allocations are seen: this executable defines malloc, calloc, realloc,
- * free, posix_memalign, aligned_alloc, memalign, valloc and pvalloc itself
- * (forwarding to glibc's __libc_* entry points), so every allocation in the
- * process goes through them - ours, Eigen's, libstdc++'s operator new and
- * glibc's (shared libraries), in every thread; `-Wl,--wrap` would only
- * see the calls made from objects linked statically into the test.  While
- * `counting` is set, each call increments an atomic counter.
+ * How allocations are seen: alloc_count.h replaces malloc & co. for the
+ * whole process (every thread, shared libraries included) and counts calls
+ * between alloc_count_start() and alloc_count_stop().
  * Each case: set the thread count (1, then 2: tcrt_set_threads starts the
  * thread pool), get the workspace size the kernel reports, give exactly that many
  * bytes (deliberately misaligned by 4 bytes), call once to warm up, then
@@ -19,99 +15,26 @@
 #include "tcrt_kernels.h"
 
 #include <check.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- allocation counting ---- */
+/* ---- allocation counting (alloc_count.h) ---- */
 
-/* Under AddressSanitizer the allocator belongs to ASan: this test's
- * replacement malloc cannot coexist with it, so the ASan build skips it
- * (the normal build runs it). */
-#if defined(__SANITIZE_ADDRESS__)
+#include "alloc_count.h"
+
+/* Under AddressSanitizer the allocator belongs to ASan: the replacement
+ * malloc cannot coexist with it, so the ASan build skips this test (the
+ * normal build runs it). */
+#ifndef ALLOC_COUNT_AVAILABLE
 #define NOMALLOC_SKIP 1
 int main(void)
 {
     printf("SKIP: allocation counting does not work under AddressSanitizer\n");
     return 77;
 }
-#else
-
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t a, size_t b);
-extern void *__libc_realloc(void *p, size_t n);
-extern void *__libc_memalign(size_t al, size_t n);
-extern void __libc_free(void *p);
-
-static volatile int counting;
-static long n_allocs;
-
-static void note(void)
-{
-    if (counting)
-        __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED);
-}
-
-void *malloc(size_t n)
-{
-    note();
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t a, size_t b)
-{
-    note();
-    return __libc_calloc(a, b);
-}
-
-void *realloc(void *p, size_t n)
-{
-    note();
-    return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-    __libc_free(p);
-}
-
-void *memalign(size_t al, size_t n)
-{
-    note();
-    return __libc_memalign(al, n);
-}
-
-void *aligned_alloc(size_t al, size_t n)
-{
-    note();
-    return __libc_memalign(al, n);
-}
-
-int posix_memalign(void **pp, size_t al, size_t n)
-{
-    note();
-    void *p = __libc_memalign(al, n);
-    if (!p)
-        return ENOMEM;
-    *pp = p;
-    return 0;
-}
-
-void *valloc(size_t n)
-{
-    note();
-    return __libc_memalign(4096, n);
-}
-
-void *pvalloc(size_t n)
-{
-    note();
-    return __libc_memalign(4096, (n + 4095) / 4096 * 4096);
-}
-
-#endif /* !__SANITIZE_ADDRESS__ */
+#endif
 
 #ifndef NOMALLOC_SKIP
 /* ---- helpers ---- */
@@ -146,14 +69,13 @@ typedef tcrt_status (*fast_fn)(const tcrt_tensor *, int, tcrt_tensor *, int, con
 static long count_calls(fast_fn f, const tcrt_tensor *in, int n_in, tcrt_tensor *out, const tcrt_params *p)
 {
     ck_assert_int_eq(f(in, n_in, out, 2, p), TCRT_OK);
-    __atomic_store_n(&n_allocs, 0, __ATOMIC_SEQ_CST);
-    counting = 1;
+    alloc_count_start();
     tcrt_status s = TCRT_OK;
     for (int r = 0; r < 3 && s == TCRT_OK; r++)
         s = f(in, n_in, out, 2, p);
-    counting = 0;
+    long n = alloc_count_stop();
     ck_assert_int_eq(s, TCRT_OK);
-    return __atomic_load_n(&n_allocs, __ATOMIC_SEQ_CST);
+    return n;
 }
 
 /* out[1] = exactly ws bytes at an address that is 4 mod 64 bytes. */
@@ -333,12 +255,11 @@ END_TEST
 /* The counter itself works: a malloc inside the window is seen. */
 START_TEST(nomalloc_counter_sees_malloc)
 {
-    __atomic_store_n(&n_allocs, 0, __ATOMIC_SEQ_CST);
-    counting = 1;
+    alloc_count_start();
     void *volatile p = malloc(100);
-    counting = 0;
+    long n = alloc_count_stop();
     free(p);
-    ck_assert_int_eq(__atomic_load_n(&n_allocs, __ATOMIC_SEQ_CST), 1);
+    ck_assert_int_eq(n, 1);
 }
 END_TEST
 

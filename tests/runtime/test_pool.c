@@ -11,16 +11,14 @@
  * 100 ms pause with 4 threads is far below the wall time; a spinning pool
  * would use about 300 ms); a fork() child of a process with a live pool runs
  * jobs and starts its own pool; no allocation inside tcrt_parallel_tasks.
- * Allocations are counted as in test_nomalloc.c: this executable defines
- * malloc & co. itself (forwarding to glibc's __libc_* entry points), so every
- * allocation of every thread goes through them; that case is compiled out
- * under AddressSanitizer, whose allocator cannot be replaced.
+ * Allocations are counted by alloc_count.h (every allocation of every
+ * thread); that case is compiled out under AddressSanitizer, whose allocator
+ * cannot be replaced.
  */
 #include "tcrt.h"
 #include "tcrt_pool.h"
 
 #include <check.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -30,82 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- allocation counting (not under ASan) ---- */
-
-#if !defined(__SANITIZE_ADDRESS__)
-#define COUNT_ALLOCS 1
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t a, size_t b);
-extern void *__libc_realloc(void *p, size_t n);
-extern void *__libc_memalign(size_t al, size_t n);
-extern void __libc_free(void *p);
-
-static atomic_int counting;
-static atomic_long n_allocs;
-
-static void note(void)
-{
-    if (atomic_load(&counting))
-        atomic_fetch_add(&n_allocs, 1);
-}
-
-void *malloc(size_t n)
-{
-    note();
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t a, size_t b)
-{
-    note();
-    return __libc_calloc(a, b);
-}
-
-void *realloc(void *p, size_t n)
-{
-    note();
-    return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-    __libc_free(p);
-}
-
-void *memalign(size_t al, size_t n)
-{
-    note();
-    return __libc_memalign(al, n);
-}
-
-void *aligned_alloc(size_t al, size_t n)
-{
-    note();
-    return __libc_memalign(al, n);
-}
-
-int posix_memalign(void **pp, size_t al, size_t n)
-{
-    note();
-    void *p = __libc_memalign(al, n);
-    if (!p)
-        return ENOMEM;
-    *pp = p;
-    return 0;
-}
-
-void *valloc(size_t n)
-{
-    note();
-    return __libc_memalign(4096, n);
-}
-
-void *pvalloc(size_t n)
-{
-    note();
-    return __libc_memalign(4096, (n + 4095) / 4096 * 4096);
-}
-#endif
+#include "alloc_count.h"
 
 /* ---- a job that checks itself ---- */
 
@@ -348,7 +271,7 @@ END_TEST
 
 /* ---- no allocation ---- */
 
-#ifdef COUNT_ALLOCS
+#ifdef ALLOC_COUNT_AVAILABLE
 START_TEST(pool_no_alloc)
 {
     for (int threads = 1; threads <= 4; threads *= 2) {
@@ -357,16 +280,14 @@ START_TEST(pool_no_alloc)
         memset(&j, 0, sizeof j);
         j.threads = threads;
         tcrt_parallel_tasks(MAX_TASKS, check_task, &j); /* warm */
-        atomic_store(&n_allocs, 0);
-        atomic_store(&counting, 1);
+        alloc_count_start();
         for (int rep = 0; rep < 100; rep++)
             tcrt_parallel_tasks(rep % 2 ? MAX_TASKS : 3, check_task, &j);
         struct timespec pause = {0, 20 * 1000 * 1000}; /* workers go to sleep, then wake */
         nanosleep(&pause, NULL);
         tcrt_parallel_tasks(MAX_TASKS, check_task, &j);
-        atomic_store(&counting, 0);
-        ck_assert_msg(atomic_load(&n_allocs) == 0, "%d threads: %ld allocations", threads,
-                      atomic_load(&n_allocs));
+        long n = alloc_count_stop();
+        ck_assert_msg(n == 0, "%d threads: %ld allocations", threads, n);
     }
     tcrt_set_threads(1);
 }
@@ -375,12 +296,11 @@ END_TEST
 /* The counter itself works: a malloc inside the window is seen. */
 START_TEST(pool_counter_sees_malloc)
 {
-    atomic_store(&n_allocs, 0);
-    atomic_store(&counting, 1);
+    alloc_count_start();
     void *volatile p = malloc(100);
-    atomic_store(&counting, 0);
+    long n = alloc_count_stop();
     free(p);
-    ck_assert_int_eq(atomic_load(&n_allocs), 1);
+    ck_assert_int_eq(n, 1);
 }
 END_TEST
 #endif
@@ -397,7 +317,7 @@ int main(void)
     tcase_add_test(tc, pool_two_posters);
     tcase_add_test(tc, pool_idle_workers_sleep);
     tcase_add_test(tc, pool_fork_child);
-#ifdef COUNT_ALLOCS
+#ifdef ALLOC_COUNT_AVAILABLE
     tcase_add_test(tc, pool_no_alloc);
     tcase_add_test(tc, pool_counter_sees_malloc);
 #endif
