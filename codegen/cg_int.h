@@ -34,6 +34,16 @@ const char *cg_type_str(const IrType *t, char *buf, size_t n);
 /* Writes a double as a C literal that reads back exactly (INFINITY/NAN spelled). */
 void cg_double_lit(double v, char *buf, size_t n);
 
+/* ---- cg_group.c: what every backend derives from the memory plan ---- */
+
+/* An elementwise node fused into its consumer's loop (no buffer of its own). */
+bool cg_is_fused(const IrNode *n);
+/* A region graph's parameter: read through args[i], no buffer of its own. */
+bool cg_is_region_arg(const IrGraph *g, const IrNode *n);
+/* A WHILE body's result i that is its parameter i unchanged (no copy-back);
+ * owner/region: the region op and region index of the graph holding v. */
+bool cg_is_passthrough(const IrNode *owner, int region, IrValue v, int i);
+
 /* ---- c/ backend: one emitter per kind ----
  * Every kernel takes its inputs (const T *restrict), then its outputs
  * (T *restrict), then for a fast f32 CONV2D a workspace (uint8_t *).
@@ -49,6 +59,24 @@ typedef struct CgcElemGroup {
     IrValue *ext;
     int n_ext;
 } CgcElemGroup;
+/* Collects root's fused group (cg_group.c): members by DFS over fused
+ * producers, put in schedule order (pos by node id), then the operands from
+ * outside the group in first-use order.  cg_elem_group_free releases it. */
+bool cg_elem_group_build(const IrGraph *g, const IrNode *root, const int *pos, CgcElemGroup *grp, Status *st);
+void cg_elem_group_free(CgcElemGroup *grp);
+/* The loop nest of a fused group over its root's output: one loop per
+ * output dim of size > 1, outermost first, with the output's stride and each
+ * operand's broadcast stride (0 along a broadcast dim), adjacent loops merged
+ * when every operand is affine across both.  loops holds IR_MAX_RANK entries;
+ * grp->n_ext must be <= CG_MAX_EXT.  `who` names the node in errors (an
+ * operand whose shape does not broadcast to the output). */
+#define CG_MAX_EXT 64
+typedef struct CgLoop {
+    int64_t size;
+    int64_t in_stride[CG_MAX_EXT];
+    int64_t out_stride;
+} CgLoop;
+bool cg_elem_loops(const CgcElemGroup *grp, const char *who, CgLoop *loops, int *n_loops, Status *st);
 bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status *st);
 bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st);
 bool cgc_kernel_returns_status(const IrNode *n);

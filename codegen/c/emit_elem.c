@@ -27,19 +27,12 @@
 
 #include <string.h>
 
-#define MAX_EXT 64
 /* Kernels of at least ELEM_PAR_MIN elements are split over the runtime's
  * thread pool in up to ELEM_PAR_TASKS contiguous ranges of the outermost
  * loop (below that, waking a thread costs more than the loop). */
 #define ELEM_PAR_MIN (1 << 16)
 #define ELEM_PAR_TASKS 8
 #define ELEM_LEN 320 /* "a[" + index expression + "]" */
-
-typedef struct Loop {
-    int64_t size;
-    int64_t in_stride[MAX_EXT];
-    int64_t out_stride;
-} Loop;
 
 /* Appends s to buf[*len], truncating safely. */
 static void append(char *buf, size_t cap, size_t *len, const char *s)
@@ -90,7 +83,7 @@ static bool substitute(const char *expr, const char *const *elems, int n_elems, 
 }
 
 /* Index expression "i0 * 12 + i1 * 3 + i2" for the given strides. */
-static void index_expr(const Loop *loops, int n_loops, int which, char *buf, size_t cap)
+static void index_expr(const CgLoop *loops, int n_loops, int which, char *buf, size_t cap)
 {
     size_t len = 0;
     buf[0] = '\0';
@@ -225,9 +218,9 @@ bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status 
     const IrNode *root = grp->members[grp->n_members - 1];
     const IrType *ot = &root->out[0].type;
     const char *who = root->origin ? root->origin : "?";
-    if (grp->n_ext > MAX_EXT)
+    if (grp->n_ext > CG_MAX_EXT)
         return st_errorf(st, ST_UNSUPPORTED, "node '%s': fused kernel with %d operands (max %d)", who,
-                         grp->n_ext, MAX_EXT);
+                         grp->n_ext, CG_MAX_EXT);
     for (int m = 0; m < grp->n_members; m++) {
         const IrNode *n = grp->members[m];
         const OpInfo *oi = ir_op_info(n->op);
@@ -247,59 +240,10 @@ bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status 
             return st_errorf(st, ST_UNSUPPORTED, "node '%s': operand dtype %s not supported", who,
                              tcrt_dtype_name(ir_value_type(grp->ext[k])->dtype));
 
-    /* Broadcast strides per output dim, size-1 output dims dropped. */
-    int r = ot->shape.rank;
-    Loop loops[IR_MAX_RANK];
+    CgLoop loops[IR_MAX_RANK];
     int n_loops = 0;
-    int64_t out_stride = 1;
-    int64_t in_stride[MAX_EXT];
-    for (int k = 0; k < grp->n_ext; k++)
-        in_stride[k] = 1;
-    for (int d = r - 1; d >= 0; d--) {
-        int64_t size = ot->shape.dims[d];
-        Loop lp;
-        memset(&lp, 0, sizeof lp);
-        lp.size = size;
-        lp.out_stride = out_stride;
-        for (int k = 0; k < grp->n_ext; k++) {
-            const IrShape *s = &ir_value_type(grp->ext[k])->shape;
-            if (s->rank > r)
-                return st_errorf(st, ST_ERROR, "node '%s': operand %d has rank %d > output rank %d",
-                                 who, k, s->rank, r);
-            int dk = d - (r - s->rank);
-            if (dk < 0)
-                continue;
-            int64_t dim = s->dims[dk];
-            if (dim != size && dim != 1)
-                return st_errorf(st, ST_ERROR,
-                                 "node '%s': operand %d dim %d is %lld, output has %lld", who, k, dk,
-                                 (long long)dim, (long long)size);
-            lp.in_stride[k] = dim == 1 ? 0 : in_stride[k];
-            in_stride[k] *= dim;
-        }
-        out_stride *= size;
-        if (size != 1)
-            loops[n_loops++] = lp; /* innermost first for now */
-    }
-    for (int i = 0; i < n_loops / 2; i++) { /* outermost first */
-        Loop t = loops[i];
-        loops[i] = loops[n_loops - 1 - i];
-        loops[n_loops - 1 - i] = t;
-    }
-    /* Merge loop l with l+1 when every operand is affine across both. */
-    for (int l = n_loops - 2; l >= 0; l--) {
-        bool ok = loops[l].out_stride == loops[l + 1].out_stride * loops[l + 1].size;
-        for (int k = 0; k < grp->n_ext && ok; k++)
-            ok = loops[l].in_stride[k] == loops[l + 1].in_stride[k] * loops[l + 1].size;
-        if (!ok)
-            continue;
-        loops[l].size *= loops[l + 1].size;
-        loops[l].out_stride = loops[l + 1].out_stride;
-        for (int k = 0; k < grp->n_ext; k++)
-            loops[l].in_stride[k] = loops[l + 1].in_stride[k];
-        memmove(&loops[l + 1], &loops[l + 2], sizeof(Loop) * (size_t)(n_loops - l - 2));
-        n_loops--;
-    }
+    if (!cg_elem_loops(grp, who, loops, &n_loops, st))
+        return false;
 
     /* Operand element expressions. */
     char (*ext_elems)[ELEM_LEN] = xx_malloc(sizeof(char[ELEM_LEN]) * ((size_t)grp->n_ext + 1));
@@ -309,7 +253,7 @@ bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status 
         xx_free(docs);
         return st_errorf(st, ST_NOMEM, "codegen: out of memory");
     }
-    char names[MAX_EXT][16], (*sym)[ELEM_LEN] = xx_malloc(sizeof(char[ELEM_LEN]) * ((size_t)grp->n_ext + 1));
+    char names[CG_MAX_EXT][16], (*sym)[ELEM_LEN] = xx_malloc(sizeof(char[ELEM_LEN]) * ((size_t)grp->n_ext + 1));
     bool ok = sym != NULL;
     if (!ok)
         st_errorf(st, ST_NOMEM, "codegen: out of memory");

@@ -114,24 +114,6 @@ static bool value_in_range(const IrValue v, int64_t limit)
     return out->offset >= 0 && out->offset + (int64_t)ir_type_bytes(&out->type) <= limit;
 }
 
-static bool is_fused(const IrNode *n)
-{
-    return n->op != OP_CONST && n->out[0].offset == PASS_OFFSET_FUSED;
-}
-
-/* A region graph's parameter: read through args[i], no buffer of its own. */
-static bool is_region_arg(const IrGraph *g, const IrNode *n)
-{
-    return g->parent && n->op == OP_ARG;
-}
-
-/* A WHILE body's result i that is its parameter i unchanged (no copy-back). */
-static bool is_passthrough(const IrNode *owner, int region, IrValue v, int i)
-{
-    return owner && owner->op == OP_WHILE && region == 1 && v.node && v.node->op == OP_ARG &&
-           v.index == 0 && v.node->p.i[0] == i;
-}
-
 /* Checks g's plan (and its regions', recursively): buffers inside g's
  * arena, CONST data inside the weights, region ops' workspaces hold their
  * regions' arenas, results have buffers.  owner/region: the region op and
@@ -144,14 +126,14 @@ static bool check_graph_plan(Ctx *c, const IrGraph *g, const IrNode *owner, int 
         return st_errorf(c->st, ST_ERROR, "control flow nested more than %d deep (the limit)",
                          IR_MAX_REGION_DEPTH);
     IR_FOR_EACH(g, n) {
-        if (n->op == OP_CONST || is_region_arg(g, n))
+        if (n->op == OP_CONST || cg_is_region_arg(g, n))
             continue;
         for (int k = 0; k < n->n_inputs; k++)
-            if (is_fused(n->inputs[k].node) && (ir_op_info(n->op)->kind != K_ELEM ||
+            if (cg_is_fused(n->inputs[k].node) && (ir_op_info(n->op)->kind != K_ELEM ||
                                                  ir_op_info(n->inputs[k].node->op)->kind != K_ELEM))
                 return st_errorf(c->st, ST_ERROR, "node '%s' (%s) input %d: fused into a non-elementwise node",
                                  n->origin ? n->origin : "?", ir_op_name(n->op), k);
-        if (is_fused(n))
+        if (cg_is_fused(n))
             continue;
         for (int k = 0; k < n->n_outputs; k++)
             if (!value_in_range((IrValue){n, k}, g->arena_bytes))
@@ -159,7 +141,7 @@ static bool check_graph_plan(Ctx *c, const IrGraph *g, const IrNode *owner, int 
                                  n->origin ? n->origin : "?", ir_op_name(n->op), k, hint);
         for (int k = 0; k < n->n_inputs; k++) {
             IrValue v = n->inputs[k];
-            if (is_fused(v.node) || is_region_arg(g, v.node))
+            if (cg_is_fused(v.node) || cg_is_region_arg(g, v.node))
                 continue;
             int64_t limit = v.node->op == OP_CONST ? weights : g->arena_bytes;
             if (!value_in_range(v, limit))
@@ -186,9 +168,9 @@ static bool check_graph_plan(Ctx *c, const IrGraph *g, const IrNode *owner, int 
     }
     for (int i = 0; i < g->n_fetches; i++) {
         IrValue v = g->fetches[i].value;
-        if (v.node && !v.node->dead && is_passthrough(owner, region, v, i))
+        if (v.node && !v.node->dead && cg_is_passthrough(owner, region, v, i))
             continue;
-        if (!v.node || v.node->dead || v.node->op == OP_CONST || is_region_arg(g, v.node) ||
+        if (!v.node || v.node->dead || v.node->op == OP_CONST || cg_is_region_arg(g, v.node) ||
             !value_in_range(v, g->arena_bytes))
             return st_errorf(c->st, ST_ERROR, "%s '%s': %s", g->parent ? "region result" : "fetch",
                              g->fetches[i].name ? g->fetches[i].name : "?", hint);
@@ -504,79 +486,19 @@ typedef struct Kernel {
 static void free_kernels(Kernel *ks, int n)
 {
     for (int i = 0; ks && i < n; i++) {
-        xx_free((void *)ks[i].grp.members);
-        xx_free(ks[i].grp.ext);
+        cg_elem_group_free(&ks[i].grp);
     }
     xx_free(ks);
 }
 
-static bool add_ext(CgcElemGroup *grp, IrValue v)
-{
-    for (int k = 0; k < grp->n_ext; k++)
-        if (grp->ext[k].node == v.node && grp->ext[k].index == v.index)
-            return true;
-    grp->ext[grp->n_ext++] = v;
-    return true;
-}
-
-/* Collects root's fused group: members by DFS over fused producers, put in
- * schedule order (pos by id), then the operands from outside the group. */
+/* Root's fused group (cg_elem_group_build) and the kernel's name. */
 static bool build_group(Ctx *c, const IrGraph *g, const IrNode *root, const int *pos,
                         const char *prefix, Kernel *k)
 {
-    int cap = g->n_nodes + 1;
-    const IrNode **members = xx_malloc(sizeof(IrNode *) * (size_t)cap);
-    const IrNode **stack = xx_malloc(sizeof(IrNode *) * (size_t)cap);
-    if (!members || !stack) {
-        xx_free((void *)members);
-        xx_free((void *)stack);
-        return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
-    }
-    int n_members = 0, sp = 0;
-    stack[sp++] = root;
-    while (sp > 0) {
-        const IrNode *n = stack[--sp];
-        members[n_members++] = n;
-        for (int i = 0; i < n->n_inputs; i++) {
-            const IrNode *p = n->inputs[i].node;
-            if (!is_fused(p))
-                continue;
-            bool seen = false;
-            for (int j = 0; j < n_members && !seen; j++)
-                seen = members[j] == p;
-            for (int j = 0; j < sp && !seen; j++)
-                seen = stack[j] == p;
-            if (!seen && sp < cap)
-                stack[sp++] = p;
-        }
-    }
-    xx_free((void *)stack);
-    /* insertion sort by schedule position (groups are small) */
-    for (int i = 1; i < n_members; i++) {
-        const IrNode *t = members[i];
-        int j = i;
-        while (j > 0 && pos[members[j - 1]->id] > pos[t->id]) {
-            members[j] = members[j - 1];
-            j--;
-        }
-        members[j] = t;
-    }
-    int n_ext_max = 0;
-    for (int i = 0; i < n_members; i++)
-        n_ext_max += members[i]->n_inputs;
-    IrValue *ext = xx_malloc(sizeof(IrValue) * ((size_t)n_ext_max + 1));
-    if (!ext) {
-        xx_free((void *)members);
-        return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
-    }
-    k->grp.members = members;
-    k->grp.n_members = n_members;
-    k->grp.ext = ext;
-    k->grp.n_ext = 0;
-    for (int i = 0; i < n_members; i++)
-        for (int j = 0; j < members[i]->n_inputs; j++)
-            if (!is_fused(members[i]->inputs[j].node))
-                add_ext(&k->grp, members[i]->inputs[j]);
+    if (!cg_elem_group_build(g, root, pos, &k->grp, c->st))
+        return false;
+    const IrNode *const *members = k->grp.members;
+    int n_members = k->grp.n_members;
     /* name: [r<R>_]k<NNN>_<op>_<op>..., capped */
     size_t len = (size_t)snprintf(k->name, sizeof k->name, "%sk%03d", prefix, pos[root->id]);
     for (int i = 0; i < n_members; i++) {
@@ -614,7 +536,7 @@ static bool plan_kernels(Ctx *c, const IrGraph *g, const char *prefix, Kernel **
     bool ok = true;
     IR_FOR_EACH(g, n) {
         const OpInfo *oi = ir_op_info(n->op);
-        if (!ok || oi->kind == K_LEAF || is_fused(n))
+        if (!ok || oi->kind == K_LEAF || cg_is_fused(n))
             continue;
         Kernel *k = &ks[n_ks++];
         k->node = n;
@@ -642,7 +564,7 @@ static void value_ptr(const IrGraph *g, const IrValue v, bool is_out, char *buf,
 {
     const IrOut *out = &v.node->out[v.index];
     const char *ct = type_or_void(out->type.dtype);
-    if (is_region_arg(g, v.node)) {
+    if (cg_is_region_arg(g, v.node)) {
         snprintf(buf, n, "(const %s *)args[%lld]", ct, (long long)v.node->p.i[0]);
         return;
     }
@@ -657,7 +579,7 @@ static void value_ptr(const IrGraph *g, const IrValue v, bool is_out, char *buf,
 static void raw_ptr(const IrGraph *g, const IrValue v, bool is_arg, char *buf, size_t n)
 {
     const IrOut *out = &v.node->out[v.index];
-    if (is_region_arg(g, v.node))
+    if (cg_is_region_arg(g, v.node))
         snprintf(buf, n, "args[%lld]", (long long)v.node->p.i[0]);
     else if (v.node->op == OP_CONST)
         snprintf(buf, n, is_arg ? "(uint8_t *)(w + %lld)" : "w + %lld", (long long)out->offset);
@@ -721,7 +643,7 @@ static void emit_run_region(Ctx *c, CgOut *o, const IrGraph *g, const IrNode *n,
         IrValue v = r->fetches[i].value;
         char dst[64];
         raw_ptr(g, (IrValue){(IrNode *)n, i}, false, dst, sizeof dst);
-        if (is_passthrough(n, index, v, i))
+        if (cg_is_passthrough(n, index, v, i))
             cg_printf(o, "/* %s: loop-invariant (the body returns args[%d] unchanged) */\n", dst, i);
         else
             cg_printf(o, "memcpy(%s, ra + %lld, %zu);\n", dst, (long long)v.node->out[v.index].offset,
@@ -902,7 +824,7 @@ static bool emit_region(Ctx *c, CgOut *o, int ri, int depth)
     for (int i = 0; i < r->n_fetches; i++) {
         IrValue v = r->fetches[i].value;
         cg_type_str(ir_value_type(v), t, sizeof t);
-        if (is_passthrough(owner, ri_info->index, v, i))
+        if (cg_is_passthrough(owner, ri_info->index, v, i))
             cg_printf(o, "%s %d = args[%d] (unchanged)", i ? "," : "", i, i);
         else
             cg_printf(o, "%s %d %s at a + %lld", i ? "," : "", i, t,

@@ -20,14 +20,6 @@
 
 #include <string.h>
 
-#define MAX_EXT 64
-
-typedef struct Loop {
-    int64_t size;
-    int64_t in_stride[MAX_EXT];
-    int64_t out_stride;
-} Loop;
-
 /* One op application: operands x[] of dtype `in` (SELECT: x[1], x[2]),
  * result wanted in dtype `out`. */
 typedef struct ElemOp {
@@ -425,63 +417,8 @@ static int find_member(const CgcElemGroup *grp, const IrNode *n)
     return -1;
 }
 
-/* Broadcast loops over ot (as codegen/c/emit_elem.c), outermost first. */
-static bool make_loops(CglCtx *c, const CgcElemGroup *grp, const IrType *ot, const char *who, Loop *loops,
-                       int *n_out)
-{
-    int r = ot->shape.rank, n_loops = 0;
-    int64_t out_stride = 1, in_stride[MAX_EXT];
-    for (int k = 0; k < grp->n_ext; k++)
-        in_stride[k] = 1;
-    for (int d = r - 1; d >= 0; d--) {
-        int64_t size = ot->shape.dims[d];
-        Loop lp;
-        memset(&lp, 0, sizeof lp);
-        lp.size = size;
-        lp.out_stride = out_stride;
-        for (int k = 0; k < grp->n_ext; k++) {
-            const IrShape *s = &ir_value_type(grp->ext[k])->shape;
-            if (s->rank > r)
-                return st_errorf(c->st, ST_ERROR, "node '%s': operand %d has rank %d > output rank %d", who, k,
-                                 s->rank, r);
-            int dk = d - (r - s->rank);
-            if (dk < 0)
-                continue;
-            int64_t dim = s->dims[dk];
-            if (dim != size && dim != 1)
-                return st_errorf(c->st, ST_ERROR, "node '%s': operand %d dim %d is %lld, output has %lld", who,
-                                 k, dk, (long long)dim, (long long)size);
-            lp.in_stride[k] = dim == 1 ? 0 : in_stride[k];
-            in_stride[k] *= dim;
-        }
-        out_stride *= size;
-        if (size != 1)
-            loops[n_loops++] = lp;
-    }
-    for (int i = 0; i < n_loops / 2; i++) {
-        Loop t = loops[i];
-        loops[i] = loops[n_loops - 1 - i];
-        loops[n_loops - 1 - i] = t;
-    }
-    for (int l = n_loops - 2; l >= 0; l--) {
-        bool ok = loops[l].out_stride == loops[l + 1].out_stride * loops[l + 1].size;
-        for (int k = 0; k < grp->n_ext && ok; k++)
-            ok = loops[l].in_stride[k] == loops[l + 1].in_stride[k] * loops[l + 1].size;
-        if (!ok)
-            continue;
-        loops[l].size *= loops[l + 1].size;
-        loops[l].out_stride = loops[l + 1].out_stride;
-        for (int k = 0; k < grp->n_ext; k++)
-            loops[l].in_stride[k] = loops[l + 1].in_stride[k];
-        memmove(&loops[l + 1], &loops[l + 2], sizeof(Loop) * (size_t)(n_loops - l - 2));
-        n_loops--;
-    }
-    *n_out = n_loops;
-    return true;
-}
-
 /* sum over loops of iv[l] * stride (which < 0: the output's strides). */
-static LLVMValueRef index_of(CglCtx *c, const Loop *loops, int n_loops, LLVMValueRef *iv, int which)
+static LLVMValueRef index_of(CglCtx *c, const CgLoop *loops, int n_loops, LLVMValueRef *iv, int which)
 {
     LLVMValueRef idx = NULL;
     for (int l = 0; l < n_loops; l++) {
@@ -499,9 +436,9 @@ LLVMValueRef cgl_emit_elem(CglCtx *c, const CgcElemGroup *grp, const char *name)
     const IrNode *root = grp->members[grp->n_members - 1];
     const IrType *ot = &root->out[0].type;
     const char *who = cgl_who(root);
-    if (grp->n_ext > MAX_EXT) {
+    if (grp->n_ext > CG_MAX_EXT) {
         st_errorf(c->st, ST_UNSUPPORTED, "node '%s': fused kernel with %d operands (max %d)", who, grp->n_ext,
-                  MAX_EXT);
+                  CG_MAX_EXT);
         return NULL;
     }
     for (int m = 0; m < grp->n_members; m++) {
@@ -527,12 +464,12 @@ LLVMValueRef cgl_emit_elem(CglCtx *c, const CgcElemGroup *grp, const char *name)
                       tcrt_dtype_name(ir_value_type(grp->ext[k])->dtype));
             return NULL;
         }
-    Loop loops[IR_MAX_RANK];
+    CgLoop loops[IR_MAX_RANK];
     int n_loops = 0;
-    if (!make_loops(c, grp, ot, who, loops, &n_loops))
+    if (!cg_elem_loops(grp, who, loops, &n_loops, c->st))
         return NULL;
 
-    LLVMTypeRef ps[MAX_EXT + 1];
+    LLVMTypeRef ps[CG_MAX_EXT + 1];
     for (int k = 0; k <= grp->n_ext; k++)
         ps[k] = c->ptr;
     LLVMValueRef fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(c->void_t, ps, (unsigned)grp->n_ext + 1, false));

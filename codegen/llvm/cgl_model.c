@@ -65,22 +65,6 @@ void cgl_add_attr(CglCtx *c, LLVMValueRef fn, unsigned idx, const char *name)
     LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(c->ctx, kind, 0));
 }
 
-static bool is_fused(const IrNode *n)
-{
-    return n->op != OP_CONST && n->out[0].offset == PASS_OFFSET_FUSED;
-}
-
-static bool is_region_arg(const IrGraph *g, const IrNode *n)
-{
-    return g->parent && n->op == OP_ARG;
-}
-
-static bool is_passthrough(const IrNode *owner, int region, IrValue v, int i)
-{
-    return owner && owner->op == OP_WHILE && region == 1 && v.node && v.node->op == OP_ARG && v.index == 0 &&
-           v.node->p.i[0] == i;
-}
-
 static LLVMValueRef byte_gep(CglCtx *c, LLVMValueRef base, int64_t off)
 {
     if (off == 0)
@@ -91,7 +75,7 @@ static LLVMValueRef byte_gep(CglCtx *c, LLVMValueRef base, int64_t off)
 
 LLVMValueRef cgl_value_ptr(CglCtx *c, CglFn *f, IrValue v)
 {
-    if (is_region_arg(f->g, v.node)) {
+    if (cg_is_region_arg(f->g, v.node)) {
         LLVMValueRef i = cgl_i64(c, v.node->p.i[0]);
         LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, c->ptr, f->args, &i, 1, "");
         return LLVMBuildLoad2(c->b, c->ptr, p, "");
@@ -116,7 +100,7 @@ static bool check_graph(CglCtx *c, const IrGraph *g, int depth)
     if (depth > IR_MAX_REGION_DEPTH)
         return st_errorf(c->st, ST_ERROR, "control flow nested more than %d deep (the limit)", IR_MAX_REGION_DEPTH);
     IR_FOR_EACH(g, n) {
-        if (is_region_arg(g, n) || is_fused(n))
+        if (cg_is_region_arg(g, n) || cg_is_fused(n))
             continue;
         for (int k = 0; k < n->n_outputs; k++) {
             int64_t limit = n->op == OP_CONST ? c->g->weights_bytes : g->arena_bytes;
@@ -158,72 +142,6 @@ static int region_number(const CglCtx *c, const IrGraph *r)
 
 /* ---- kernels of one graph ---- */
 
-/* Collects root's fused group in schedule order (pos by id), then its
- * operands from outside the group in first-use order (as the C backend). */
-static bool build_group(CglCtx *c, const IrGraph *g, const IrNode *root, const int *pos, CgcElemGroup *grp)
-{
-    int cap = g->n_nodes + 1;
-    const IrNode **members = xx_malloc(sizeof(IrNode *) * (size_t)cap);
-    const IrNode **stack = xx_malloc(sizeof(IrNode *) * (size_t)cap);
-    if (!members || !stack) {
-        xx_free((void *)members);
-        xx_free((void *)stack);
-        return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
-    }
-    int n_members = 0, sp = 0;
-    stack[sp++] = root;
-    while (sp > 0) {
-        const IrNode *n = stack[--sp];
-        members[n_members++] = n;
-        for (int i = 0; i < n->n_inputs; i++) {
-            const IrNode *p = n->inputs[i].node;
-            if (!is_fused(p))
-                continue;
-            bool seen = false;
-            for (int j = 0; j < n_members && !seen; j++)
-                seen = members[j] == p;
-            for (int j = 0; j < sp && !seen; j++)
-                seen = stack[j] == p;
-            if (!seen && sp < cap)
-                stack[sp++] = p;
-        }
-    }
-    xx_free((void *)stack);
-    for (int i = 1; i < n_members; i++) {
-        const IrNode *t = members[i];
-        int j = i;
-        while (j > 0 && pos[members[j - 1]->id] > pos[t->id]) {
-            members[j] = members[j - 1];
-            j--;
-        }
-        members[j] = t;
-    }
-    int n_ext_max = 0;
-    for (int i = 0; i < n_members; i++)
-        n_ext_max += members[i]->n_inputs;
-    IrValue *ext = xx_malloc(sizeof(IrValue) * ((size_t)n_ext_max + 1));
-    if (!ext) {
-        xx_free((void *)members);
-        return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
-    }
-    grp->members = members;
-    grp->n_members = n_members;
-    grp->ext = ext;
-    grp->n_ext = 0;
-    for (int i = 0; i < n_members; i++)
-        for (int j = 0; j < members[i]->n_inputs; j++) {
-            IrValue v = members[i]->inputs[j];
-            if (is_fused(v.node))
-                continue;
-            bool seen = false;
-            for (int k = 0; k < grp->n_ext && !seen; k++)
-                seen = grp->ext[k].node == v.node && grp->ext[k].index == v.index;
-            if (!seen)
-                grp->ext[grp->n_ext++] = v;
-        }
-    return true;
-}
-
 static bool emit_graph(CglCtx *c, CglFn *f, const char *prefix);
 
 /* memcpy(dst, src, bytes) unless empty. */
@@ -247,7 +165,7 @@ static void run_region(CglCtx *c, CglFn *f, const IrNode *n, int index, LLVMValu
         return;
     for (int i = 0; i < r->n_fetches; i++) {
         IrValue v = r->fetches[i].value;
-        if (is_passthrough(n, index, v, i))
+        if (cg_is_passthrough(n, index, v, i))
             continue;
         copy_bytes(c, cgl_value_ptr(c, f, (IrValue){(IrNode *)n, i}), byte_gep(c, ra, v.node->out[v.index].offset),
                    ir_type_bytes(&n->out[i].type));
@@ -264,7 +182,7 @@ static bool emit_region_op(CglCtx *c, CglFn *f, const IrNode *n)
     if (is_while)
         for (int i = 0; i < n->n_inputs; i++) {
             IrValue src = n->inputs[i];
-            bool same = !is_region_arg(f->g, src.node) && src.node->op != OP_CONST &&
+            bool same = !cg_is_region_arg(f->g, src.node) && src.node->op != OP_CONST &&
                         src.node->out[src.index].offset == n->out[i].offset;
             if (!same)
                 copy_bytes(c, cgl_value_ptr(c, f, (IrValue){(IrNode *)n, i}), cgl_value_ptr(c, f, src),
@@ -357,14 +275,14 @@ static bool emit_graph(CglCtx *c, CglFn *f, const char *prefix)
     bool ok = true;
     IR_FOR_EACH(g, n) {
         const OpInfo *oi = ir_op_info(n->op);
-        if (!ok || oi->kind == K_LEAF || is_fused(n))
+        if (!ok || oi->kind == K_LEAF || cg_is_fused(n))
             continue;
         if (n->n_regions > 0) {
             ok = emit_region_op(c, f, n);
         } else if (oi->kind == K_ELEM) {
             CgcElemGroup grp;
             memset(&grp, 0, sizeof grp);
-            ok = build_group(c, g, n, pos, &grp);
+            ok = cg_elem_group_build(g, n, pos, &grp, c->st);
             if (!ok)
                 break;
             char name[96];
@@ -388,8 +306,7 @@ static bool emit_graph(CglCtx *c, CglFn *f, const char *prefix)
             } else {
                 ok = false;
             }
-            xx_free((void *)grp.members);
-            xx_free(grp.ext);
+            cg_elem_group_free(&grp);
         } else {
             ok = cgl_emit_call(c, f, n);
         }
