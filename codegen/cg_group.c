@@ -2,7 +2,7 @@
  * nodes are fused into a consumer's loop, which are region parameters or
  * WHILE pass-throughs, the fused elementwise group rooted at a node
  * (members in schedule order, outside operands in first-use order) and its
- * broadcast loop nest.  The C
+ * broadcast loop nest, and the runtime kernel a node calls.  The C
  * and LLVM backends both build their kernels from these, so they agree on
  * kernel boundaries and parameter order.
  */
@@ -13,6 +13,30 @@
 bool cg_is_fused(const IrNode *n)
 {
     return n->op != OP_CONST && n->out[0].offset == PASS_OFFSET_FUSED;
+}
+
+const char *cg_kernel_name(const IrNode *n)
+{
+    const OpInfo *oi = ir_op_info(n->op);
+    const char *fn = oi ? oi->ref_kernel_name : NULL;
+    if (n->out[0].type.dtype != TCRT_F32)
+        return fn;
+    switch (n->op) {
+    case OP_MATMUL:
+        return "tcrt_fast_matmul";
+    case OP_CONV2D:
+        return "tcrt_fast_conv2d";
+    case OP_MAXPOOL:
+        return "tcrt_fast_maxpool";
+    case OP_AVGPOOL:
+        return "tcrt_fast_avgpool";
+    case OP_REDUCE_SUM:
+        return "tcrt_fast_reduce_sum";
+    case OP_REDUCE_MAX:
+        return "tcrt_fast_reduce_max";
+    default:
+        return fn;
+    }
 }
 
 bool cg_is_region_arg(const IrGraph *g, const IrNode *n)

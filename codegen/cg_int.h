@@ -44,6 +44,11 @@ bool cg_is_region_arg(const IrGraph *g, const IrNode *n);
  * owner/region: the region op and region index of the graph holding v. */
 bool cg_is_passthrough(const IrNode *owner, int region, IrValue v, int i);
 
+/* The runtime function a non-elementwise node calls: the op's reference
+ * kernel (OpInfo.ref_kernel_name), or its fast f32 twin (tcrt_fast_*) for
+ * matmul, conv2d, max/avg pool and reduce sum/max; NULL if none. */
+const char *cg_kernel_name(const IrNode *n);
+
 /* ---- c/ backend: one emitter per kind ----
  * Every kernel takes its inputs (const T *restrict), then its outputs
  * (T *restrict), then for a fast f32 CONV2D a workspace (uint8_t *).

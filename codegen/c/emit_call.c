@@ -3,12 +3,11 @@
  *
  * A kernel builds tcrt_tensor descriptors with literal shapes around its
  * pointer arguments and a `static const tcrt_params` holding the node's
- * parameters, then returns the status of one runtime call: the op's
- * reference kernel (OpInfo.ref_kernel_name), except f32 MATMUL ->
- * tcrt_fast_matmul and f32 CONV2D -> tcrt_fast_conv2d, which get the
- * planned workspace as out[1], and f32 MAXPOOL/AVGPOOL/REDUCE_SUM/REDUCE_MAX
- * -> tcrt_fast_maxpool/avgpool/reduce_sum/reduce_max (no workspace).  COPY (reshape, identity) is a memcpy,
- * skipped when source and destination are the same address.
+ * parameters, then returns the status of one runtime call: the kernel
+ * cg_kernel_name picks (the op's reference kernel, or its fast f32 twin;
+ * f32 MATMUL and CONV2D get the planned workspace as out[1]).  COPY
+ * (reshape, identity) is a memcpy, skipped when source and destination are
+ * the same address.
  * Also here: the kernel comment every emitter writes.
  * Invariants: descriptor shapes are the IR's static shapes; parameters are
  * copied verbatim (their layout is the kernel's, tcrt_kernels.h).
@@ -145,7 +144,6 @@ static void emit_params(CgOut *o, const IrNode *n)
 
 bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st)
 {
-    const OpInfo *oi = ir_op_info(n->op);
     const char *who = n->origin ? n->origin : "?";
     const char *who_op = n->origin_op ? n->origin_op : "?";
     if (n->n_outputs > 4 || n->n_inputs > 100000)
@@ -166,20 +164,8 @@ bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st)
     const char *out_ptrs[4] = {out_names[0], out_names[1], out_names[2], out_names[3]};
     bool ok = true;
 
-    const char *fn = oi ? oi->ref_kernel_name : NULL;
+    const char *fn = cg_kernel_name(n);
     bool ws = cgc_has_workspace(n);
-    if (n->op == OP_MATMUL && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_matmul";
-    if (ws && n->op == OP_CONV2D)
-        fn = "tcrt_fast_conv2d";
-    if (n->op == OP_MAXPOOL && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_maxpool";
-    if (n->op == OP_AVGPOOL && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_avgpool";
-    if (n->op == OP_REDUCE_SUM && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_reduce_sum";
-    if (n->op == OP_REDUCE_MAX && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_reduce_max";
     for (int k = 0; k < n->n_inputs && ok; k++)
         if (!cg_c_type(ir_value_type(n->inputs[k])->dtype))
             ok = st_errorf(st, ST_UNSUPPORTED, "node '%s' (%s): dtype %s not supported", who, who_op,

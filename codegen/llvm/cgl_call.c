@@ -17,25 +17,6 @@
 
 #include <string.h>
 
-const char *cgl_kernel_name(const IrNode *n)
-{
-    const OpInfo *oi = ir_op_info(n->op);
-    const char *fn = oi ? oi->ref_kernel_name : NULL;
-    if (n->op == OP_MATMUL && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_matmul";
-    if (n->op == OP_CONV2D && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_conv2d";
-    if (n->op == OP_MAXPOOL && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_maxpool";
-    if (n->op == OP_AVGPOOL && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_avgpool";
-    if (n->op == OP_REDUCE_SUM && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_reduce_sum";
-    if (n->op == OP_REDUCE_MAX && n->out[0].type.dtype == TCRT_F32)
-        fn = "tcrt_fast_reduce_max";
-    return fn;
-}
-
 /* The private constant holding n's parameters. */
 static LLVMValueRef params_global(CglCtx *c, const IrNode *n)
 {
@@ -92,7 +73,7 @@ bool cgl_emit_call(CglCtx *c, CglFn *f, const IrNode *n)
         LLVMBuildMemMove(c->b, dst, 1, src, 1, cgl_i64(c, (int64_t)bytes));
         return true;
     }
-    const char *fname = cgl_kernel_name(n);
+    const char *fname = cg_kernel_name(n);
     if (!fname)
         return st_errorf(c->st, ST_UNSUPPORTED, "node '%s' (%s): no runtime kernel for op %s", who, who_op,
                          ir_op_name(n->op));

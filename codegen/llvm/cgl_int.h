@@ -76,8 +76,6 @@ bool cgl_elem_has_rule(Op op);
 /* cgl_call.c: a call of n's runtime kernel (or a copy) at the builder's
  * position in f. */
 bool cgl_emit_call(CglCtx *c, CglFn *f, const IrNode *n);
-/* The name of n's runtime kernel, NULL if none. */
-const char *cgl_kernel_name(const IrNode *n);
 
 /* cgl_api.c: NAME_args/results/model and the API functions. */
 bool cgl_emit_api(CglCtx *c);
