@@ -135,20 +135,6 @@ int tcrt_kern_force_isa(int isa)
 
 /* ---- portable micro-kernel (4 x 16) ---- */
 
-static float act1(float v, int act, float alpha)
-{
-    switch (act) {
-    case TCRT_ACT_RELU:
-        return v > 0 ? v : 0;
-    case TCRT_ACT_RELU6:
-        return v < 0 ? 0 : (v > 6 ? 6 : v);
-    case TCRT_ACT_LEAKY:
-        return v < 0 ? v * alpha : v;
-    default:
-        return v;
-    }
-}
-
 static void ukernel_portable(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                              const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
 {
@@ -176,7 +162,7 @@ static void ukernel_portable(int64_t mr, int64_t nc, int64_t taps, int64_t kc, c
     for (int64_t r = 0; r < mr; r++)
         for (int64_t j = 0; j < nc; j++) {
             float v = acc[r][j] + (e->bias ? e->bias[j] : 0.0f) + (e->res ? e->res[r * e->ldr + j] : 0.0f);
-            c[r * ldc + j] = act1(v, e->act, e->alpha);
+            c[r * ldc + j] = tcrt_kern_act(v, e->act, e->alpha);
         }
 }
 

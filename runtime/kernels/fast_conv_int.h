@@ -35,6 +35,22 @@ extern "C" {
 #define TCRT_ISA_AVX2 1
 #define TCRT_ISA_AVX512 2
 
+/* The fused activation of one float32 value (TCRT_ACT_*; alpha: leaky
+ * slope), shared by every fast kernel's scalar epilogue. */
+static inline float tcrt_kern_act(float v, int64_t act, float alpha)
+{
+    switch (act) {
+    case TCRT_ACT_RELU:
+        return v > 0 ? v : 0;
+    case TCRT_ACT_RELU6:
+        return v < 0 ? 0 : (v > 6 ? 6 : v);
+    case TCRT_ACT_LEAKY:
+        return v < 0 ? v * alpha : v;
+    default:
+        return v;
+    }
+}
+
 /* Fused epilogue of one tile: bias at the tile's first column (or NULL),
  * residual rows (or NULL) with row stride ldr, activation code and alpha. */
 typedef struct TcrtKernEpi {

@@ -103,27 +103,13 @@ template <class F> void run_team(int nth, const F &f)
     tcrt_parallel_tasks(nth, &Call::run, &call);
 }
 
-inline float act(float v, int64_t a, float alpha)
-{
-    switch (a) {
-    case TCRT_ACT_RELU:
-        return v > 0 ? v : 0;
-    case TCRT_ACT_RELU6:
-        return v < 0 ? 0 : (v > 6 ? 6 : v);
-    case TCRT_ACT_LEAKY:
-        return v < 0 ? v * alpha : v;
-    default:
-        return v;
-    }
-}
-
 void act_rows(float *y, int64_t rows, int64_t cols, int64_t ld, int64_t a, float alpha)
 {
     if (a == TCRT_ACT_NONE)
         return;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < cols; j++)
-            y[r * ld + j] = act(y[r * ld + j], a, alpha);
+            y[r * ld + j] = tcrt_kern_act(y[r * ld + j], a, alpha);
 }
 
 /* y[r, 0..cols) = bias[0..cols) (or 0) for every row. */
@@ -328,7 +314,7 @@ void gemv_range(int64_t L, int64_t K, const float *v, const float *X, bool dot_f
     }
     if (a != TCRT_ACT_NONE)
         for (int64_t j = j0; j < j1; j++)
-            y[j] = act(y[j], a, alpha);
+            y[j] = tcrt_kern_act(y[j], a, alpha);
 }
 
 /* Runs every batch entry of mm on the team; ws: mm_ws_bytes, aligned base. */
@@ -543,7 +529,7 @@ void depthwise_rows(const ConvGeom &g, const float *X, const float *Wt, const fl
             }
             if (a != TCRT_ACT_NONE)
                 for (int64_t o = 0; o < O; o++)
-                    y[o] = act(y[o], a, alpha);
+                    y[o] = tcrt_kern_act(y[o], a, alpha);
         }
     }
 }
@@ -657,7 +643,7 @@ tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
         int64_t n = tcrt_tensor_count(out), a = p->i[TCRT_CONV_ACT];
         float alpha = (float)p->f[0];
         for (int64_t i = 0; i < n; i++)
-            y[i] = act(y[i] + res[i], a, alpha);
+            y[i] = tcrt_kern_act(y[i] + res[i], a, alpha);
         return TCRT_OK;
     }
     ConvGeom g;

@@ -61,21 +61,7 @@ static inline vf vblend(vi m, vf a, vf b)
     return (vf)(((vi)a & m) | ((vi)b & ~m));
 }
 
-static inline float act1(float v, int64_t a, float alpha)
-{
-    switch (a) {
-    case TCRT_ACT_RELU:
-        return v > 0 ? v : 0;
-    case TCRT_ACT_RELU6:
-        return v < 0 ? 0 : v > 6 ? 6 : v;
-    case TCRT_ACT_LEAKY:
-        return v < 0 ? v * alpha : v;
-    default:
-        return v;
-    }
-}
-
-/* act1 lane by lane (NaN handled the same way). */
+/* tcrt_kern_act lane by lane (NaN handled the same way). */
 static inline vf actv(vf v, int64_t a, float alpha)
 {
     vf z = vsplat(0);
@@ -306,7 +292,7 @@ static void dw_row_m1(const Dw *d, int64_t n, int64_t oh, int64_t k0, int64_t k1
             int64_t off = ybase + ow * C + c;
             if (d->res)
                 a += d->res[off];
-            d->y[off] = act1(a, d->act, d->alpha);
+            d->y[off] = tcrt_kern_act(a, d->act, d->alpha);
         }
 }
 
@@ -345,7 +331,7 @@ static void dw_row_mn(const Dw *d, int64_t n, int64_t oh, int64_t k0, int64_t k1
         for (; o + VL <= O; o += VL)
             vstore(y + o, actv(vload(y + o), d->act, d->alpha));
         for (; o < O; o++)
-            y[o] = act1(y[o], d->act, d->alpha);
+            y[o] = tcrt_kern_act(y[o], d->act, d->alpha);
     }
 }
 
