@@ -2,12 +2,14 @@
  * nodes are fused into a consumer's loop, which are region parameters or
  * WHILE pass-throughs, the fused elementwise group rooted at a node
  * (members in schedule order, outside operands in first-use order) and its
- * broadcast loop nest, and the runtime kernel a node calls.  The C
+ * broadcast loop nest, the runtime kernel a node calls, and the API's
+ * argument/result identifiers.  The C
  * and LLVM backends both build their kernels from these, so they agree on
  * kernel boundaries and parameter order.
  */
 #include "codegen/cg_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 bool cg_is_fused(const IrNode *n)
@@ -50,12 +52,26 @@ bool cg_is_passthrough(const IrNode *owner, int region, IrValue v, int i)
            v.node->p.i[0] == i;
 }
 
-static void add_ext(CgcElemGroup *grp, IrValue v)
+int cg_elem_group_ext(const CgcElemGroup *grp, IrValue v)
 {
     for (int k = 0; k < grp->n_ext; k++)
         if (grp->ext[k].node == v.node && grp->ext[k].index == v.index)
-            return;
-    grp->ext[grp->n_ext++] = v;
+            return k;
+    return -1;
+}
+
+int cg_elem_group_member(const CgcElemGroup *grp, const IrNode *n)
+{
+    for (int m = 0; m < grp->n_members; m++)
+        if (grp->members[m] == n)
+            return m;
+    return -1;
+}
+
+static void add_ext(CgcElemGroup *grp, IrValue v)
+{
+    if (cg_elem_group_ext(grp, v) < 0)
+        grp->ext[grp->n_ext++] = v;
 }
 
 bool cg_elem_group_build(const IrGraph *g, const IrNode *root, const int *pos, CgcElemGroup *grp, Status *st)
@@ -182,4 +198,27 @@ bool cg_elem_loops(const CgcElemGroup *grp, const char *who, CgLoop *loops, int 
     }
     *n_out = n_loops;
     return true;
+}
+
+void cg_io_idents(CgIo *io, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char base[128];
+        snprintf(base, sizeof base, "%s", io[i].name ? io[i].name : "");
+        size_t len = strlen(base);
+        if (len > 2 && strcmp(base + len - 2, ":0") == 0)
+            base[len - 2] = '\0';
+        cg_c_ident(base, io[i].ident, sizeof io[i].ident);
+    }
+    for (int i = 0; i < n; i++) {
+        bool dup = false;
+        for (int j = 0; j < n; j++)
+            if (j != i && strcmp(io[i].ident, io[j].ident) == 0)
+                dup = true;
+        if (dup) {
+            char tmp[160];
+            snprintf(tmp, sizeof tmp, "%s_%d", io[i].ident, i);
+            snprintf(io[i].ident, sizeof io[i].ident, "%.127s", tmp);
+        }
+    }
 }

@@ -49,6 +49,17 @@ bool cg_is_passthrough(const IrNode *owner, int region, IrValue v, int i);
  * matmul, conv2d, max/avg pool and reduce sum/max; NULL if none. */
 const char *cg_kernel_name(const IrNode *n);
 
+/* A graph argument or result as the generated API names it. */
+typedef struct CgIo {
+    const char *name;             /* tensor name ("x:0") */
+    IrValue value;
+    char ident[128];              /* accessor suffix: NAME_arg_<ident> */
+} CgIo;
+/* Sets io[i].ident for all n: the tensor name without a ":0" suffix, as an
+ * identifier, made unique with "_<index>" (both backends must agree: the C
+ * backend's header declares what the LLVM object defines). */
+void cg_io_idents(CgIo *io, int n);
+
 /* ---- c/ backend: one emitter per kind ----
  * Every kernel takes its inputs (const T *restrict), then its outputs
  * (T *restrict), then for a fast f32 CONV2D a workspace (uint8_t *).
@@ -69,6 +80,9 @@ typedef struct CgcElemGroup {
  * outside the group in first-use order.  cg_elem_group_free releases it. */
 bool cg_elem_group_build(const IrGraph *g, const IrNode *root, const int *pos, CgcElemGroup *grp, Status *st);
 void cg_elem_group_free(CgcElemGroup *grp);
+/* Index of v among grp's outside operands, of n among its members; -1 if absent. */
+int cg_elem_group_ext(const CgcElemGroup *grp, IrValue v);
+int cg_elem_group_member(const CgcElemGroup *grp, const IrNode *n);
 /* The loop nest of a fused group over its root's output: one loop per
  * output dim of size > 1, outermost first, with the output's stride and each
  * operand's broadcast stride (0 along a broadcast dim), adjacent loops merged

@@ -111,22 +111,6 @@ static void ext_name(int k, char *buf, size_t n)
         snprintf(buf, n, "x%d", k);
 }
 
-static int find_ext(const CgcElemGroup *grp, IrValue v)
-{
-    for (int k = 0; k < grp->n_ext; k++)
-        if (grp->ext[k].node == v.node && grp->ext[k].index == v.index)
-            return k;
-    return -1;
-}
-
-static int find_member(const CgcElemGroup *grp, const IrNode *n)
-{
-    for (int m = 0; m < grp->n_members; m++)
-        if (grp->members[m] == n)
-            return m;
-    return -1;
-}
-
 /* The statement expression of member m ("((a[i0]) - (t0))"). */
 static bool member_expr(const CgcElemGroup *grp, int m, char ext_elems[][ELEM_LEN], char *buf, size_t cap,
                         Status *st)
@@ -136,8 +120,8 @@ static bool member_expr(const CgcElemGroup *grp, int m, char ext_elems[][ELEM_LE
     char operands[3][ELEM_LEN];
     const char *ptrs[3];
     for (int k = 0; k < n->n_inputs; k++) {
-        int mm = find_member(grp, n->inputs[k].node);
-        int e = mm >= 0 ? -1 : find_ext(grp, n->inputs[k]);
+        int mm = cg_elem_group_member(grp, n->inputs[k].node);
+        int e = mm >= 0 ? -1 : cg_elem_group_ext(grp, n->inputs[k]);
         if (mm >= 0)
             snprintf(operands[k], sizeof operands[k], "t%d", mm);
         else if (e >= 0)

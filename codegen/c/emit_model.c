@@ -41,12 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct IoInfo {
-    const char *name;             /* tensor name ("x:0") */
-    IrValue value;
-    char ident[128];              /* accessor suffix: NAME_arg_<ident> */
-} IoInfo;
-
 /* A region of the tree, numbered in pre-order from 1: its function is
  * NAME_r<number>, its kernels r<number>_k<NNN>_<ops>. */
 typedef struct RegionInfo {
@@ -62,7 +56,7 @@ typedef struct Ctx {
     char uname[128];              /* upper-case prefix for macros */
     char source[256];             /* base name of the source file, comment-safe */
     const char *dir;
-    IoInfo *args, *results;
+    CgIo *args, *results;
     int n_args, n_results;
     RegionInfo *rgs;              /* every region of the tree, pre-order */
     int n_rgs;
@@ -190,31 +184,6 @@ static bool check_plan(Ctx *c)
     return check_graph_plan(c, c->g, NULL, -1, 0);
 }
 
-/* Accessor suffixes: the tensor name without a ":0" suffix, as an identifier,
- * made unique with "_<index>". */
-static void make_idents(IoInfo *io, int n)
-{
-    for (int i = 0; i < n; i++) {
-        char base[128];
-        snprintf(base, sizeof base, "%s", io[i].name ? io[i].name : "");
-        size_t len = strlen(base);
-        if (len > 2 && strcmp(base + len - 2, ":0") == 0)
-            base[len - 2] = '\0';
-        cg_c_ident(base, io[i].ident, sizeof io[i].ident);
-    }
-    for (int i = 0; i < n; i++) {
-        bool dup = false;
-        for (int j = 0; j < n; j++)
-            if (j != i && strcmp(io[i].ident, io[j].ident) == 0)
-                dup = true;
-        if (dup) {
-            char tmp[160];
-            snprintf(tmp, sizeof tmp, "%s_%d", io[i].ident, i);
-            snprintf(io[i].ident, sizeof io[i].ident, "%.127s", tmp);
-        }
-    }
-}
-
 /* ---- weights ---- */
 
 static int cmp_const_offset(const void *pa, const void *pb)
@@ -317,7 +286,7 @@ static bool write_weights(Ctx *c)
 
 /* ---- NAME.h ---- */
 
-static void io_comment_line(CgOut *o, const char *what, int i, const IoInfo *io, const char *name)
+static void io_comment_line(CgOut *o, const char *what, int i, const CgIo *io, const char *name)
 {
     char t[IR_MAX_RANK * 24 + 16], nm[256];
     cg_comment_text(io->name, nm, sizeof nm);
@@ -402,7 +371,7 @@ static bool write_header(Ctx *c)
     for (int pass = 0; pass < 2; pass++) {
         int n = pass ? c->n_results : c->n_args;
         for (int i = 0; i < n; i++) {
-            const IoInfo *io = pass ? &c->results[i] : &c->args[i];
+            const CgIo *io = pass ? &c->results[i] : &c->args[i];
             const IrType *t = ir_value_type(io->value);
             cg_printf(&o, "#define %s_%s%d_COUNT %lld\n", c->uname, pass ? "RESULT" : "ARG", i,
                       (long long)ir_shape_count(&t->shape));
@@ -871,7 +840,7 @@ static bool walk_regions(Ctx *c, const IrGraph *g, int *n_count, int depth)
 
 /* ---- NAME.c ---- */
 
-static void emit_io_table(CgOut *o, const char *name, const char *what, const IoInfo *io, int n)
+static void emit_io_table(CgOut *o, const char *name, const char *what, const CgIo *io, int n)
 {
     if (n == 0)
         return;
@@ -1174,8 +1143,8 @@ bool cgc_emit(const IrGraph *g, const CgOptions *o, const char *dir, Status *st)
     }
     c.n_args = g->n_feeds;
     c.n_results = g->n_fetches;
-    c.args = xx_malloc(sizeof(IoInfo) * ((size_t)c.n_args + 1));
-    c.results = xx_malloc(sizeof(IoInfo) * ((size_t)c.n_results + 1));
+    c.args = xx_malloc(sizeof(CgIo) * ((size_t)c.n_args + 1));
+    c.results = xx_malloc(sizeof(CgIo) * ((size_t)c.n_results + 1));
     bool ok = c.args && c.results;
     if (!ok)
         st_errorf(st, ST_NOMEM, "codegen: out of memory");
@@ -1188,8 +1157,8 @@ bool cgc_emit(const IrGraph *g, const CgOptions *o, const char *dir, Status *st)
         c.results[k].value = g->fetches[k].value;
     }
     if (ok) {
-        make_idents(c.args, c.n_args);
-        make_idents(c.results, c.n_results);
+        cg_io_idents(c.args, c.n_args);
+        cg_io_idents(c.results, c.n_results);
         ok = write_weights(&c) && write_header(&c) && write_source(&c) && write_main(&c);
     }
     xx_free(c.args);

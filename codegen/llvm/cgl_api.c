@@ -13,36 +13,6 @@
 
 #include <string.h>
 
-typedef struct Io {
-    const char *name;
-    IrValue value;
-    char ident[128];
-} Io;
-
-/* As the C backend: the name without ":0" as an identifier, "_<i>" when not unique. */
-static void make_idents(Io *io, int n)
-{
-    for (int i = 0; i < n; i++) {
-        char base[128];
-        snprintf(base, sizeof base, "%s", io[i].name ? io[i].name : "");
-        size_t len = strlen(base);
-        if (len > 2 && strcmp(base + len - 2, ":0") == 0)
-            base[len - 2] = '\0';
-        cg_c_ident(base, io[i].ident, sizeof io[i].ident);
-    }
-    for (int i = 0; i < n; i++) {
-        bool dup = false;
-        for (int j = 0; j < n; j++)
-            if (j != i && strcmp(io[i].ident, io[j].ident) == 0)
-                dup = true;
-        if (dup) {
-            char tmp[160];
-            snprintf(tmp, sizeof tmp, "%s_%d", io[i].ident, i);
-            snprintf(io[i].ident, sizeof io[i].ident, "%.127s", tmp);
-        }
-    }
-}
-
 static LLVMValueRef cstring(CglCtx *c, const char *s)
 {
     LLVMValueRef init = LLVMConstStringInContext2(c->ctx, s, strlen(s), false);
@@ -54,7 +24,7 @@ static LLVMValueRef cstring(CglCtx *c, const char *s)
     return gv;
 }
 
-static LLVMValueRef io_table(CglCtx *c, const char *what, const Io *io, int n)
+static LLVMValueRef io_table(CglCtx *c, const char *what, const CgIo *io, int n)
 {
     if (n == 0)
         return LLVMConstNull(c->ptr);
@@ -157,19 +127,19 @@ bool cgl_emit_api(CglCtx *c)
 {
     const IrGraph *g = c->g;
     int n_args = g->n_feeds, n_results = g->n_fetches;
-    Io *args = xx_malloc(sizeof(Io) * ((size_t)n_args + 1));
-    Io *results = xx_malloc(sizeof(Io) * ((size_t)n_results + 1));
+    CgIo *args = xx_malloc(sizeof(CgIo) * ((size_t)n_args + 1));
+    CgIo *results = xx_malloc(sizeof(CgIo) * ((size_t)n_results + 1));
     if (!args || !results) {
         xx_free(args);
         xx_free(results);
         return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
     }
     for (int k = 0; k < n_args; k++)
-        args[k] = (Io){g->feeds[k].name, {g->feeds[k].arg, 0}, ""};
+        args[k] = (CgIo){g->feeds[k].name, {g->feeds[k].arg, 0}, ""};
     for (int k = 0; k < n_results; k++)
-        results[k] = (Io){g->fetches[k].name, g->fetches[k].value, ""};
-    make_idents(args, n_args);
-    make_idents(results, n_results);
+        results[k] = (CgIo){g->fetches[k].name, g->fetches[k].value, ""};
+    cg_io_idents(args, n_args);
+    cg_io_idents(results, n_results);
     LLVMValueRef targs = io_table(c, "args", args, n_args);
     LLVMValueRef tres = io_table(c, "results", results, n_results);
     if (!targs || !tres) {

@@ -401,22 +401,6 @@ bool cgl_elem_has_rule(Op op)
     return (int)op >= 0 && op < OP_COUNT && rules[op] != NULL;
 }
 
-static int find_ext(const CgcElemGroup *grp, IrValue v)
-{
-    for (int k = 0; k < grp->n_ext; k++)
-        if (grp->ext[k].node == v.node && grp->ext[k].index == v.index)
-            return k;
-    return -1;
-}
-
-static int find_member(const CgcElemGroup *grp, const IrNode *n)
-{
-    for (int m = 0; m < grp->n_members; m++)
-        if (grp->members[m] == n)
-            return m;
-    return -1;
-}
-
 /* sum over loops of iv[l] * stride (which < 0: the output's strides). */
 static LLVMValueRef index_of(CglCtx *c, const CgLoop *loops, int n_loops, LLVMValueRef *iv, int which)
 {
@@ -516,8 +500,8 @@ LLVMValueRef cgl_emit_elem(CglCtx *c, const CgcElemGroup *grp, const char *name)
         ElemOp e;
         memset(&e, 0, sizeof e);
         for (int k = 0; k < n->n_inputs; k++) {
-            int mm = find_member(grp, n->inputs[k].node);
-            int x = mm >= 0 ? -1 : find_ext(grp, n->inputs[k]);
+            int mm = cg_elem_group_member(grp, n->inputs[k].node);
+            int x = mm >= 0 ? -1 : cg_elem_group_ext(grp, n->inputs[k]);
             if (mm < 0 && x < 0) {
                 ok = st_errorf(c->st, ST_ERROR, "node '%s': operand %d not in its kernel", cgl_who(n), k);
                 break;
