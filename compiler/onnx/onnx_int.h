@@ -30,6 +30,24 @@ typedef struct OnnxOpRow {
     const char *lowers_to;        /* for docs */
 } OnnxOpRow;
 
+/* In a lowering: return false when building v failed (the error is recorded). */
+#define TRY(v)                                                                                             \
+    do {                                                                                                   \
+        if (!(v).node)                                                                                     \
+            return false;                                                                                  \
+    } while (0)
+
+static inline const IrShape *shape_of(IrValue v)
+{
+    return &ir_value_type(v)->shape;
+}
+
+/* A scalar constant of dtype dt holding v. */
+static inline IrValue scalar(OnnxCtx *c, tcrt_dtype dt, double v)
+{
+    return ir_const_scalar_f(c->g, dt, v, c->st);
+}
+
 extern const OnnxOpRow onnx_ops[]; /* terminated by a row with op == NULL */
 /* Control-flow, sequence and recurrent ops (onnx_ops_flow.c), same form;
  * onnx_find_row looks in onnx_ops first, then here. */

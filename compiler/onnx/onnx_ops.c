@@ -11,16 +11,6 @@
 
 #include "compiler/onnx/onnx_int.h"
 
-#define TRY(v)                                                                                             \
-    do {                                                                                                   \
-        if (!(v).node)                                                                                     \
-            return false;                                                                                  \
-    } while (0)
-
-static const IrShape *shape_of(IrValue v)
-{
-    return &ir_value_type(v)->shape;
-}
 static tcrt_dtype dtype_of(IrValue v)
 {
     return ir_value_type(v)->dtype;
@@ -38,11 +28,6 @@ static bool need(OnnxCtx *c, const IrValue *in, int n_in, int k)
         if (i >= n_in || !in[i].node)
             return onnx_errorf(c, "input %d is required", i);
     return true;
-}
-
-static IrValue scalar(OnnxCtx *c, tcrt_dtype dt, double v)
-{
-    return ir_const_scalar_f(c->g, dt, v, c->st);
 }
 
 static IrValue transpose(OnnxCtx *c, IrValue a, const int64_t *perm, int rank)

@@ -23,12 +23,6 @@
 
 #define LOOP_UNROLL_MAX 16 /* constant trip counts up to this are unrolled */
 
-#define TRY(v)                                                                                             \
-    do {                                                                                                   \
-        if (!(v).node)                                                                                     \
-            return false;                                                                                  \
-    } while (0)
-
 static const IrType *type_of(IrValue v)
 {
     return ir_value_type(v);

@@ -19,22 +19,6 @@
 
 #include "compiler/onnx/onnx_int.h"
 
-#define TRY(v)                                                                                             \
-    do {                                                                                                   \
-        if (!(v).node)                                                                                     \
-            return false;                                                                                  \
-    } while (0)
-
-static const IrShape *shape_of(IrValue v)
-{
-    return &ir_value_type(v)->shape;
-}
-
-static IrValue scalar(OnnxCtx *c, tcrt_dtype dt, double v)
-{
-    return ir_const_scalar_f(c->g, dt, v, c->st);
-}
-
 static IrValue bin(OnnxCtx *c, Op op, IrValue a, IrValue b)
 {
     if (!a.node || !b.node)

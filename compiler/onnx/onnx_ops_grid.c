@@ -16,12 +16,6 @@
 
 #include "compiler/onnx/onnx_int.h"
 
-#define TRY(v)                                                                                             \
-    do {                                                                                                   \
-        if (!(v).node)                                                                                     \
-            return false;                                                                                  \
-    } while (0)
-
 enum { PAD_ZEROS, PAD_BORDER, PAD_REFLECT };
 
 typedef struct Grid {
