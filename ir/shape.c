@@ -830,3 +830,24 @@ bool ir_shape_nms(IrGraph *g, IrNode *n, Status *st)
     n->out[3].type = (IrType){TCRT_I32, all};
     return true;
 }
+
+/* variable: init must be a CONST (the initial value); the value has its
+ * type.  assign: var must be a VARIABLE's output and value of its type. */
+bool ir_shape_state(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    const IrNode *v = n->inputs[0].node;
+    if (n->op == OP_VARIABLE && v->op != OP_CONST)
+        return ir_node_errorf(st, n, "variable's initial value must be a constant, got %s", ir_op_name(v->op));
+    if (n->op == OP_ASSIGN) {
+        if (v->op != OP_VARIABLE)
+            return ir_node_errorf(st, n, "assign target must be a variable, got %s", ir_op_name(v->op));
+        const IrType *x = in_t(n, 0), *u = in_t(n, 1);
+        if (u->dtype != x->dtype || !ir_shape_eq(&u->shape, &x->shape))
+            return ir_node_errorf(st, n, "assigns %s%s to variable '%s' of type %s%s", tcrt_dtype_name(u->dtype),
+                                  SH(&u->shape), v->origin ? v->origin : "?", tcrt_dtype_name(x->dtype),
+                                  SH(&x->shape));
+    }
+    n->out[0].type.shape = in_t(n, 0)->shape;
+    return true;
+}

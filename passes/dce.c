@@ -3,7 +3,8 @@
  *
  * Marks live everything the fetches depend on, following data inputs and
  * control dependencies backwards (an explicit stack, no recursion), plus
- * every feed's ARG node (feeds are the artifact's API even when unused).
+ * every feed's ARG node (feeds are the artifact's API even when unused)
+ * and every ASSIGN (a variable's update is an effect of the run).
  * Every other node is marked dead and ir_graph_compact drops them.
  * Region ops (WHILE, COND) are live when any output is used and then keep
  * all their operands (a loop variable feeds the next iteration even when
@@ -40,6 +41,10 @@ PassResult pass_dce(IrGraph *g, PassCtx *cx)
         PUSH(g->fetches[i].value.node);
     for (int i = 0; i < g->n_feeds; i++)
         PUSH(g->feeds[i].arg);
+    IR_FOR_EACH(g, n) {
+        if (n->op == OP_ASSIGN)
+            PUSH(n); /* state updates are the point of a training step */
+    }
     while (sp > 0) {
         IrNode *n = stack[--sp];
         for (int k = 0; k < n->n_inputs; k++)

@@ -4,7 +4,8 @@
  * The schedule is the node order.  A buffer is every output of every live
  * non-CONST node, plus a workspace for each f32 CONV2D and MATMUL (sized
  * by tcrt_fast_{conv2d,matmul}_workspace, live only during the node).
- * ARG outputs and fetched values are pinned: live for the whole run.  Other
+ * ARG outputs, fetched values, VARIABLE outputs (the state) and ASSIGN
+ * outputs (committed after the run) are pinned: live for the whole run.  Other
  * buffers live from their producer's position to their last consumer's
  * (inclusive, so a node's inputs and outputs never share memory).
  * Placement (greedy by size, TFLite-style): buffers sorted by size
@@ -361,7 +362,7 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
             x->node = n;
             x->out = k;
             x->seq = b + k;
-            if (n->op == OP_ARG) {
+            if (n->op == OP_ARG || n->op == OP_VARIABLE || n->op == OP_ASSIGN) {
                 x->start = 0;
                 x->end = n_sched;
                 x->is_pinned = true;

@@ -30,6 +30,12 @@ typedef struct PassInfo {
     unsigned invalidates;
 } PassInfo;
 
+/* state.c: variables (ir/ops.def "state"): checks that VARIABLE and ASSIGN
+ * appear only at top level and that no variable is assigned twice in one
+ * run; freezes every variable no ASSIGN writes into its initial value (a
+ * CONST: inference from a model with variables); gives a fetched read of an
+ * assigned variable its own COPY (the run-start value, as every read sees). */
+PassResult pass_state(IrGraph *g, PassCtx *cx);
 /* fold.c: replaces nodes whose inputs are all constant by constants, and a
  * COND on a constant selector by its chosen branch (inlined). */
 PassResult pass_fold(IrGraph *g, PassCtx *cx);

@@ -28,6 +28,7 @@
 
 static const PassInfo pipeline[] = {
     /* name      function      requires                invalidates */
+    {"state", pass_state, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"fold", pass_fold, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"cse", pass_cse, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"dce", pass_dce, REQ_TOPO, INV_PLAN},

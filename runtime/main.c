@@ -316,6 +316,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         goto done;
     }
     memset(arena, 0, abytes ? abytes : 64);
+    tcrt_vars_init(m, arena);
     long n_runs = repeat > 0 ? repeat + 1 : 1;
     double *times = repeat > 0 ? calloc((size_t)repeat, sizeof *times) : NULL;
     if (repeat > 0 && !times) {
@@ -343,6 +344,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
             rc = EXIT_RUN;
             goto done;
         }
+        tcrt_vars_commit(m, arena);
         if (r > 0)
             times[r - 1] = t1 - t0;
     }

@@ -240,7 +240,45 @@ tcrt_status tcrt_check_model(const tcrt_model *m, char *err, size_t errlen)
                              "invalid model descriptor: '%s' lies outside the arena", io->name);
         }
     }
+    if (m->n_vars < 0 || (m->n_vars && (!m->vars || !m->weights)))
+        return failf(err, errlen, TCRT_ERR_ARG, "invalid model descriptor '%s': bad variable table",
+                     name_or(m->name));
+    for (int i = 0; i < m->n_vars; i++) {
+        const tcrt_var *v = &m->vars[i];
+        size_t bytes;
+        if (!v->name || !byte_size(v->dtype, v->rank, v->dims, &bytes) || bytes != v->bytes)
+            return failf(err, errlen, TCRT_ERR_ARG,
+                         "invalid model descriptor: variable %d ('%s') has no name or a bad type", i,
+                         name_or(v->name));
+        if (v->offset > m->arena_bytes || v->bytes > m->arena_bytes - v->offset ||
+            v->init_offset > m->weights_bytes || v->bytes > m->weights_bytes - v->init_offset ||
+            (v->new_offset >= 0 && ((uint64_t)v->new_offset > m->arena_bytes ||
+                                    v->bytes > m->arena_bytes - (size_t)v->new_offset)))
+            return failf(err, errlen, TCRT_ERR_ARG,
+                         "invalid model descriptor: variable '%s' lies outside the arena or weights", v->name);
+    }
     return TCRT_OK;
+}
+
+void tcrt_vars_init(const tcrt_model *m, uint8_t *arena)
+{
+    for (int i = 0; m && arena && i < m->n_vars; i++)
+        memcpy(arena + m->vars[i].offset, m->weights + m->vars[i].init_offset, m->vars[i].bytes);
+}
+
+void tcrt_vars_commit(const tcrt_model *m, uint8_t *arena)
+{
+    for (int i = 0; m && arena && i < m->n_vars; i++)
+        if (m->vars[i].new_offset >= 0)
+            memmove(arena + m->vars[i].offset, arena + m->vars[i].new_offset, m->vars[i].bytes);
+}
+
+int tcrt_find_var(const tcrt_model *m, const char *name)
+{
+    for (int i = 0; m && name && i < m->n_vars; i++)
+        if (m->vars[i].name && strcmp(m->vars[i].name, name) == 0)
+            return i;
+    return -1;
 }
 
 /* Length of s without a trailing ":0" (so "x" == "x:0"). */

@@ -56,8 +56,8 @@ typedef struct Ctx {
     char uname[128];              /* upper-case prefix for macros */
     char source[256];             /* base name of the source file, comment-safe */
     const char *dir;
-    CgIo *args, *results;
-    int n_args, n_results;
+    CgIo *args, *results, *vars;  /* vars: VARIABLE nodes (name = origin), in node order */
+    int n_args, n_results, n_vars;
     RegionInfo *rgs;              /* every region of the tree, pre-order */
     int n_rgs;
     Status *st;
@@ -428,6 +428,27 @@ static bool write_header(Ctx *c)
         cg_printf(&o, "const %s *%s_result_%s(const %s *m);\n", ct, c->name, c->results[i].ident,
                   c->name);
         cg_printf(&o, "const %s *%s_result%d(const %s *m);\n", ct, c->name, i, c->name);
+    }
+    if (c->n_vars > 0) {
+        cg_printf(&o,
+                  "\n/* Variables (%d): the model's state, kept across runs in the arena.\n"
+                  " * %s_new and %s_init load the initial values; each %s_run reads the\n"
+                  " * values the run starts with and then stores the assigned ones.  Read or\n"
+                  " * overwrite a value between runs through these pointers (also by name:\n"
+                  " * tcrt_find_var(%s_signature(), \"name\")); tcrt_vars_init resets them all. */\n"
+                  "#define %s_NUM_VARS %d\n",
+                  c->n_vars, c->name, c->name, c->name, c->name, c->uname, c->n_vars);
+        cg_printf(&o, "void *%s_var(%s *m, int i);\n", c->name, c->name);
+        for (int i = 0; i < c->n_vars; i++) {
+            char t[IR_MAX_RANK * 24 + 16], nm[256];
+            cg_comment_text(c->vars[i].name, nm, sizeof nm);
+            const IrType *vt = ir_value_type(c->vars[i].value);
+            cg_printf(&o, "/* var %d: %s %s%s */\n", i, nm, cg_type_str(vt, t, sizeof t),
+                      c->vars[i].value.node->p.i[0] ? " (trainable)" : "");
+            cg_printf(&o, "%s *%s_var_%s(%s *m);\n", type_or_void(vt->dtype), c->name, c->vars[i].ident,
+                      c->name);
+        }
+        cg_printf(&o, "\n");
     }
     cg_template(&o,
                 "/* Names, dtypes, shapes and arena offsets of the args and results. */\n"
@@ -862,6 +883,36 @@ static void emit_io_table(CgOut *o, const char *name, const char *what, const Cg
     cg_printf(o, "};\n");
 }
 
+/* The variable table (tcrt_var): state offset, initial value in the
+ * weights (the VARIABLE's CONST input), the live ASSIGN's output. */
+static void emit_var_table(CgOut *o, const Ctx *c)
+{
+    if (c->n_vars == 0)
+        return;
+    cg_printf(o, "static const tcrt_var %s_vars[%d] = {\n", c->name, c->n_vars);
+    o->indent++;
+    for (int i = 0; i < c->n_vars; i++) {
+        const IrNode *v = c->vars[i].value.node;
+        const IrType *t = &v->out[0].type;
+        int64_t assigned = -1;
+        IR_FOR_EACH(c->g, n) {
+            if (n->op == OP_ASSIGN && n->inputs[0].node == v)
+                assigned = n->out[0].offset;
+        }
+        cg_printf(o, "{");
+        cg_c_string(o->f, c->vars[i].name);
+        cg_printf(o, ", %s, %d, {", cg_dtype_enum(t->dtype), t->shape.rank);
+        if (t->shape.rank == 0)
+            cg_printf(o, "0");
+        for (int d = 0; d < t->shape.rank; d++)
+            cg_printf(o, "%s%lld", d ? ", " : "", (long long)t->shape.dims[d]);
+        cg_printf(o, "}, %zu, %lld, %lld, %lld, %d},\n", ir_type_bytes(t), (long long)v->out[0].offset,
+                  (long long)v->inputs[0].node->out[0].offset, (long long)assigned, v->p.i[0] ? 1 : 0);
+    }
+    o->indent--;
+    cg_printf(o, "};\n");
+}
+
 static bool write_source(Ctx *c)
 {
     const IrGraph *g = c->g;
@@ -970,6 +1021,7 @@ static bool write_source(Ctx *c)
     /* Signature tables and the model descriptor. */
     emit_io_table(&o, c->name, "args", c->args, c->n_args);
     emit_io_table(&o, c->name, "results", c->results, c->n_results);
+    emit_var_table(&o, c);
     cg_printf(&o, "\nconst tcrt_model %s_model = {\n", c->name);
     o.indent = 1;
     cg_printf(&o, ".name = ");
@@ -980,6 +1032,8 @@ static bool write_source(Ctx *c)
               c->n_results ? c->name : "NULL", c->n_results ? "_results" : "");
     cg_printf(&o, ".arena_bytes = %s,\n.weights_bytes = %s,\n.run = %s_run_arena,\n", arena, weights,
               c->name);
+    cg_printf(&o, ".n_vars = %d,\n.vars = %s%s,\n.weights = %s_weights,\n", c->n_vars,
+              c->n_vars ? c->name : "NULL", c->n_vars ? "_vars" : "", c->name);
     o.indent = 0;
     cg_printf(&o, "};\n\n");
 
@@ -1001,6 +1055,7 @@ static bool write_source(Ctx *c)
                 "        return NULL;\n"
                 "    }\n"
                 "    m->owns_arena = 1;\n"
+                "    tcrt_vars_init(&{{NAME}}_model, m->arena);\n"
                 "    return m;\n"
                 "}\n"
                 "\n"
@@ -1019,6 +1074,7 @@ static bool write_source(Ctx *c)
                 "        return TCRT_ERR_ARG;\n"
                 "    m->arena = scratch;\n"
                 "    m->owns_arena = 0;\n"
+                "    tcrt_vars_init(&{{NAME}}_model, m->arena);\n"
                 "    return TCRT_OK;\n"
                 "}\n"
                 "\n"
@@ -1026,7 +1082,10 @@ static bool write_source(Ctx *c)
                 "{\n"
                 "    if (!m || !m->arena)\n"
                 "        return TCRT_ERR_ARG;\n"
-                "    return {{NAME}}_run_arena(m->arena);\n"
+                "    tcrt_status s = {{NAME}}_run_arena(m->arena);\n"
+                "    if (s == TCRT_OK)\n"
+                "        tcrt_vars_commit(&{{NAME}}_model, m->arena);\n"
+                "    return s;\n"
                 "}\n"
                 "\n"
                 "const tcrt_model *{{NAME}}_signature(void)\n"
@@ -1075,6 +1134,16 @@ static bool write_source(Ctx *c)
         cg_printf(&o,
                   "\nconst %s *%s_result%d(const %s *m)\n{\n    return (const %s *)%s_result(m, %d);\n}\n",
                   ct, c->name, i, c->name, ct, c->name, i);
+    }
+    if (c->n_vars > 0)
+        cg_printf(&o,
+                  "\nvoid *%s_var(%s *m, int i)\n{\n    if (!m || !m->arena || i < 0 || i >= %d)\n"
+                  "        return NULL;\n    return m->arena + %s_vars[i].offset;\n}\n",
+                  c->name, c->name, c->n_vars, c->name);
+    for (int i = 0; i < c->n_vars; i++) {
+        const char *ct = type_or_void(ir_value_type(c->vars[i].value)->dtype);
+        cg_printf(&o, "\n%s *%s_var_%s(%s *m)\n{\n    return (%s *)%s_var(m, %d);\n}\n", ct, c->name,
+                  c->vars[i].ident, c->name, ct, c->name, i);
     }
     return close_out(c, f, path);
 }
@@ -1156,13 +1225,27 @@ bool cgc_emit(const IrGraph *g, const CgOptions *o, const char *dir, Status *st)
         c.results[k].name = g->fetches[k].name;
         c.results[k].value = g->fetches[k].value;
     }
+    IR_FOR_EACH(g, n) {
+        if (n->op == OP_VARIABLE)
+            c.n_vars++;
+    }
+    c.vars = ok ? xx_malloc(sizeof(CgIo) * ((size_t)c.n_vars + 1)) : NULL;
+    if (ok && !c.vars)
+        ok = st_errorf(st, ST_NOMEM, "codegen: out of memory");
+    int n_v = 0;
+    IR_FOR_EACH(g, n) {
+        if (ok && n->op == OP_VARIABLE)
+            c.vars[n_v++] = (CgIo){n->origin ? n->origin : "var", {n, 0}, ""};
+    }
     if (ok) {
+        cg_io_idents(c.vars, c.n_vars);
         cg_io_idents(c.args, c.n_args);
         cg_io_idents(c.results, c.n_results);
         ok = write_weights(&c) && write_header(&c) && write_source(&c) && write_main(&c);
     }
     xx_free(c.args);
     xx_free(c.results);
+    xx_free(c.vars);
     xx_free(c.rgs);
     return ok;
 }

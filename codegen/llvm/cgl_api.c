@@ -149,12 +149,13 @@ bool cgl_emit_api(CglCtx *c)
     }
 
     /* NAME_model */
-    LLVMValueRef mf[8] = {cstring(c, c->name), cgl_i32(c, n_args), targs, cgl_i32(c, n_results), tres,
-                          cgl_i64(c, g->arena_bytes), cgl_i64(c, g->weights_bytes), c->run_arena};
+    LLVMValueRef mf[11] = {cstring(c, c->name), cgl_i32(c, n_args), targs, cgl_i32(c, n_results), tres,
+                           cgl_i64(c, g->arena_bytes), cgl_i64(c, g->weights_bytes), c->run_arena,
+                           cgl_i32(c, 0), LLVMConstNull(c->ptr), c->weights};
     char nm[160];
     snprintf(nm, sizeof nm, "%s_model", c->name);
     LLVMValueRef model = LLVMAddGlobal(c->mod, c->model_t, nm);
-    LLVMSetInitializer(model, LLVMConstNamedStruct(c->model_t, mf, 8));
+    LLVMSetInitializer(model, LLVMConstNamedStruct(c->model_t, mf, 11));
     LLVMSetGlobalConstant(model, true);
 
     /* struct NAME { uint8_t *arena; int owns_arena; } */

@@ -339,8 +339,10 @@ static void init_types(CglCtx *c)
     LLVMTypeRef iof[6] = {c->ptr, c->i32, c->i32, dims, c->i64, c->i64};
     LLVMStructSetBody(c->io_t, iof, 6, false);
     c->model_t = LLVMStructCreateNamed(x, "tcrt_model");
-    LLVMTypeRef mf[8] = {c->ptr, c->i32, c->ptr, c->i32, c->ptr, c->i64, c->i64, c->ptr};
-    LLVMStructSetBody(c->model_t, mf, 8, false);
+    /* name, n_args, args, n_results, results, arena_bytes, weights_bytes,
+     * run, n_vars, vars, weights (runtime/include/tcrt.h) */
+    LLVMTypeRef mf[11] = {c->ptr, c->i32, c->ptr, c->i32, c->ptr, c->i64, c->i64, c->ptr, c->i32, c->ptr, c->ptr};
+    LLVMStructSetBody(c->model_t, mf, 11, false);
     c->params_t = LLVMStructCreateNamed(x, "tcrt_params");
     LLVMTypeRef pf[2] = {LLVMArrayType2(c->i64, TCRT_MAX_IPARAM), LLVMArrayType2(c->f64, TCRT_MAX_FPARAM)};
     LLVMStructSetBody(c->params_t, pf, 2, false);
@@ -449,6 +451,12 @@ bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t
     if (!is_c_ident(o->name) || strlen(o->name) > 64)
         return st_errorf(st, ST_ERROR, "model name '%s' is not a C identifier (at most 64 chars)",
                          o->name ? o->name : "");
+    IR_FOR_EACH(g, n) {
+        if (n->op == OP_VARIABLE)
+            return st_errorf(st, ST_UNSUPPORTED,
+                             "--backend llvm: variable '%s': models with state (training graphs) need --backend c "
+                             "for now", n->origin ? n->origin : "?");
+    }
     init_targets();
     char *err = NULL;
     LLVMTargetRef target;

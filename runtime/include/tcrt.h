@@ -74,7 +74,28 @@ typedef struct tcrt_model {
     size_t arena_bytes;            /* planned scratch, args and results included */
     size_t weights_bytes;          /* read-only constants linked in */
     tcrt_status (*run)(uint8_t *arena); /* arena: arena_bytes, 64-byte aligned */
+    /* State (training graphs; docs/training.md).  0 / NULL for a model
+     * without variables. */
+    int n_vars;
+    const struct tcrt_var *vars;
+    const unsigned char *weights;  /* the linked weights (initial values) */
 } tcrt_model;
+
+/* A variable: its value lives in the arena at `offset`, kept across runs.
+ * Its initial value is `bytes` bytes at weights + init_offset.  A run
+ * computes the next value into arena + new_offset (-1: never assigned);
+ * tcrt_vars_commit copies it into the state after the run. */
+typedef struct tcrt_var {
+    const char *name;              /* checkpoint key: "dense/kernel" */
+    tcrt_dtype dtype;
+    int rank;
+    int64_t dims[TCRT_MAX_RANK];
+    size_t bytes;
+    size_t offset;                 /* state, in the arena */
+    size_t init_offset;            /* initial value, in the weights */
+    int64_t new_offset;            /* the run's assigned value in the arena, or -1 */
+    int trainable;
+} tcrt_var;
 
 /* ---- dtypes ---- */
 size_t tcrt_dtype_size(tcrt_dtype dt);          /* 0 for unknown / string */
@@ -106,6 +127,13 @@ int tcrt_get_threads(void);
  * bytes == element count x element size, inside the arena.  TCRT_ERR_ARG
  * ("invalid model descriptor: ...") otherwise. */
 tcrt_status tcrt_check_model(const tcrt_model *m, char *err, size_t errlen);
+/* Variables: tcrt_vars_init copies every initial value into its state;
+ * tcrt_vars_commit copies each assigned value into its state (call after
+ * every successful run; generated NAME_run does).  No allocation. */
+void tcrt_vars_init(const tcrt_model *m, uint8_t *arena);
+void tcrt_vars_commit(const tcrt_model *m, uint8_t *arena);
+/* Index of the variable named name, -1 if none. */
+int tcrt_find_var(const tcrt_model *m, const char *name);
 /* Index of the arg named name ("x" and "x:0" are the same), -1 if none. */
 int tcrt_find_arg(const tcrt_model *m, const char *name);
 /* t's dtype, shape and byte size against io (t->data is not looked at):

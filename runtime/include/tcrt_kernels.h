@@ -85,6 +85,8 @@ enum {
 
 /* copy: one input, one output with the same byte size (reshape, identity). Any dtype. */
 tcrt_status tcrt_ref_copy(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+/* assign: in[0] the variable (unread), in[1] the new value -> out = in[1]. */
+tcrt_status tcrt_ref_assign(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_ref_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_ref_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);

@@ -79,6 +79,12 @@ tcrt_status tcrt_ref_copy(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int
     return TCRT_OK;
 }
 
+tcrt_status tcrt_ref_assign(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+{
+    KCHECK(in && n_in == 2);
+    return tcrt_ref_copy(&in[1], 1, out, n_out, p);
+}
+
 tcrt_status tcrt_ref_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
                                const tcrt_params *p)
 {

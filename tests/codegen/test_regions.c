@@ -303,9 +303,9 @@ START_TEST(test_passes_in_regions)
     ck_assert_ptr_nonnull(mkdtemp(dump));
     PipelineOptions po = {.disabled = off, .n_disabled = 1, .dump_after = "dce", .dump_dir = dump};
     ck_assert_msg(pass_run_pipeline(g, &po, &st), "%s", st.msg);
-    /* --dump-after writes the tree once per pass (03-dce.ir: the root and its while) */
+    /* --dump-after writes the tree once per pass (04-dce.ir: the root and its while) */
     char path[128], line[512];
-    snprintf(path, sizeof path, "%s/03-dce.ir", dump);
+    snprintf(path, sizeof path, "%s/04-dce.ir", dump);
     FILE *f = fopen(path, "r");
     ck_assert_msg(f != NULL, "no dump %s", path);
     bool has_while = false;

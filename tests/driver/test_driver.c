@@ -168,7 +168,7 @@ START_TEST(test_dump_and_keep)
     Result r = tfcc("compile", model, "--feed", "x", "--fetch", "y", "-o", exe, "--name", "tiny", "--dump-after",
                     "all", "--dump-dir", dump, "--keep-dir", keep, "--verify-each", NULL);
     ck_assert_msg(r.rc == 0, "%s", r.err);
-    const char *dumps[] = {"01-fold.ir", "01-fold.dot", "02-cse.ir", "03-dce.ir"};
+    const char *dumps[] = {"02-fold.ir", "02-fold.dot", "03-cse.ir", "04-dce.ir"};
     for (int i = 0; i < 4; i++) {
         path(f, sizeof f, dump, dumps[i]);
         ck_assert_msg(exists(f), "no %s", f);

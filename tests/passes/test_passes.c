@@ -531,15 +531,16 @@ START_TEST(test_pipeline_table_and_disable)
 {
     int n;
     const PassInfo *t = pass_pipeline(&n);
-    ck_assert_int_eq(n, 7);
-    ck_assert_str_eq(t[0].name, "fold");
-    ck_assert_str_eq(t[1].name, "cse");
-    ck_assert_str_eq(t[2].name, "dce");
-    ck_assert_str_eq(t[3].name, "layout");
-    ck_assert_str_eq(t[4].name, "fuse");
-    ck_assert_str_eq(t[5].name, "pack");
-    ck_assert_str_eq(t[6].name, "memplan");
-    ck_assert_ptr_eq(pass_find("dce"), &t[2]);
+    ck_assert_int_eq(n, 8);
+    ck_assert_str_eq(t[0].name, "state");
+    ck_assert_str_eq(t[1].name, "fold");
+    ck_assert_str_eq(t[2].name, "cse");
+    ck_assert_str_eq(t[3].name, "dce");
+    ck_assert_str_eq(t[4].name, "layout");
+    ck_assert_str_eq(t[5].name, "fuse");
+    ck_assert_str_eq(t[6].name, "pack");
+    ck_assert_str_eq(t[7].name, "memplan");
+    ck_assert_ptr_eq(pass_find("dce"), &t[3]);
     ck_assert_ptr_null(pass_find("nope"));
 
     IrGraph *g = dup_graph();
@@ -561,13 +562,13 @@ START_TEST(test_pipeline_table_and_disable)
     const char *bogus[] = {"fusion"};
     PipelineOptions bad = {.disabled = bogus, .n_disabled = 1};
     ck_assert(!pass_run_pipeline(g, &bad, &st));
-    ck_assert_str_eq(st.msg, "--disable-pass: unknown pass 'fusion' (passes: fold, cse, dce, layout, fuse, pack, "
+    ck_assert_str_eq(st.msg, "--disable-pass: unknown pass 'fusion' (passes: state, fold, cse, dce, layout, fuse, pack, "
                      "memplan)");
     Status st2 = ST_INIT;
     PipelineOptions bad2 = {.dump_after = "csee", .dump_dir = "/tmp"};
     ck_assert(!pass_run_pipeline(g, &bad2, &st2));
     ck_assert_str_eq(st2.msg,
-                     "--dump-after: unknown pass 'csee' (passes: fold, cse, dce, layout, fuse, pack, "
+                     "--dump-after: unknown pass 'csee' (passes: state, fold, cse, dce, layout, fuse, pack, "
                      "memplan, or all)");
     ir_graph_free(g);
 }
@@ -583,8 +584,9 @@ START_TEST(test_pipeline_dumps)
     PipelineOptions o = {.dump_after = "all", .dump_dir = dir, .verify_each = true};
     Status st = ST_INIT;
     ck_assert_msg(pass_run_pipeline(g, &o, &st), "%s", st.msg);
-    const char *names[] = {"01-fold", "02-cse", "03-dce", "04-layout", "05-fuse", "06-pack", "07-memplan"};
-    for (int i = 0; i < 7; i++) {
+    const char *names[] = {"01-state", "02-fold", "03-cse",  "04-dce",
+                           "05-layout", "06-fuse", "07-pack", "08-memplan"};
+    for (int i = 0; i < 8; i++) {
         char f[64];
         snprintf(f, sizeof f, "%s.ir", names[i]);
         ck_assert_msg(file_nonempty(dir, f), "missing %s", f);
@@ -598,9 +600,9 @@ START_TEST(test_pipeline_dumps)
     g = dup_graph();
     PipelineOptions o2 = {.dump_after = "cse", .dump_dir = dir2};
     ck_assert_msg(pass_run_pipeline(g, &o2, &st), "%s", st.msg);
-    ck_assert(file_nonempty(dir2, "02-cse.ir"));
-    ck_assert(!file_nonempty(dir2, "01-fold.ir"));
-    ck_assert(!file_nonempty(dir2, "07-memplan.ir"));
+    ck_assert(file_nonempty(dir2, "03-cse.ir"));
+    ck_assert(!file_nonempty(dir2, "02-fold.ir"));
+    ck_assert(!file_nonempty(dir2, "08-memplan.ir"));
     ir_graph_free(g);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);

@@ -358,7 +358,7 @@ static tcrt_status copy_run(uint8_t *arena)
 /* x: float32[2,2] at 0, y: float32[2,2] at 64, arena 128 bytes */
 static const tcrt_io g_args[] = {{"x:0", TCRT_F32, 2, {2, 2}, 16, 0}};
 static const tcrt_io g_results[] = {{"y:0", TCRT_F32, 2, {2, 2}, 16, 64}};
-static const tcrt_model g_model = {"g", 1, g_args, 1, g_results, 128, 0, copy_run};
+static const tcrt_model g_model = {"g", 1, g_args, 1, g_results, 128, 0, copy_run, 0, NULL, NULL};
 
 START_TEST(model_descriptor_checks)
 {

@@ -71,7 +71,7 @@ static tcrt_status fake_run(uint8_t *arena)
 
 static const tcrt_io fake_args[] = {{"x:0", TCRT_F32, 2, {2, 3}, 24, 0}};
 static const tcrt_io fake_results[] = {{"out/y:0", TCRT_F32, 2, {2, 3}, 24, 64}};
-static const tcrt_model fake = {"fake", 1, fake_args, 1, fake_results, 128, 0, fake_run};
+static const tcrt_model fake = {"fake", 1, fake_args, 1, fake_results, 128, 0, fake_run, 0, NULL, NULL};
 
 static char dir[64];
 
