@@ -5,7 +5,7 @@
 #
 # Plain clang command lines, no meson: the protobuf-c sources are generated
 # with protoc-c into OUT_DIR/proto, the project sources the targets need
-# (runtime .npy reader and reference kernels, IR, frontends, TF import) are
+# (runtime .npy reader, checkpoint reader/writer and reference kernels, IR, frontends, TF import) are
 # compiled once into OUT_DIR/obj with -fsanitize=fuzzer-no-link,address,
 # undefined, and each fuzz/fuzz_*.c is linked with -fsanitize=fuzzer.
 # UBSan does not recover (-fno-sanitize-recover=all): undefined behaviour is a
@@ -47,7 +47,7 @@ for p in onnx/onnx; do
 done
 
 # 2. library objects
-SRCS=$(cd "$ROOT" && ls runtime/tcrt.c runtime/npy.c runtime/kernels/ref_*.c ir/*.c \
+SRCS=$(cd "$ROOT" && ls runtime/tcrt.c runtime/npy.c runtime/ckpt.c runtime/crc32c.c runtime/pool.c runtime/kernels/ref_*.c ir/*.c \
        compiler/frontend/*.c compiler/tf/*.c compiler/onnx/*.c)
 GEN=$(cd "$OUT/proto" && find tensorflow onnx -name '*.pb-c.c' | sort)
 newest_h=$(find "$ROOT/ir" "$ROOT/runtime" "$ROOT/compiler" "$OUT/proto" -name '*.h' -o -name '*.def' |

@@ -27,6 +27,7 @@
 #include "compiler/onnx/onnx.h"
 #include "compiler/tf/tf.h"
 #include "tcrt.h"
+#include "tcrt_ckpt.h"
 
 static inline int fuzz_result(bool ok, const Status *st)
 {
@@ -272,6 +273,156 @@ static inline int fuzz_run_npy(const char *dir, const uint8_t *data, size_t size
         (void)sum;
     }
     free(t.data);
+    return r;
+}
+
+/* Checkpoints: bytes -> DIR/c.index (with a 64-byte data shard
+ * DIR/c.data-00000-of-00001 holding 0..63) -> tcrt_ckpt_open, then every
+ * entry read.  On success the
+ * listing must be consistent (keys found again by tcrt_ckpt_find, rank
+ * 0..8, dims >= 0, readable entries inside the shard), a failed read must
+ * say why, and the readable entries must write (tcrt_ckpt_write to DIR/w)
+ * and read back with the same keys and bytes. */
+static inline int fuzz_ckpt_one(const char *dir, const uint8_t *data, size_t size, char *err, size_t errlen)
+{
+    char prefix[512], path[600], wprefix[512];
+    uint8_t shard[64];
+    for (int i = 0; i < 64; i++)
+        shard[i] = (uint8_t)i;
+    snprintf(prefix, sizeof prefix, "%s/c", dir);
+    snprintf(wprefix, sizeof wprefix, "%s/w", dir);
+    snprintf(path, sizeof path, "%s.index", prefix);
+    if (!fuzz_write_file(path, data, size))
+        return -1;
+    snprintf(path, sizeof path, "%s.data-00000-of-00001", prefix);
+    if (!fuzz_write_file(path, shard, sizeof shard))
+        return -1;
+    tcrt_ckpt *ck = NULL;
+    err[0] = 0;
+    if (tcrt_ckpt_open(prefix, &ck, err, errlen) != TCRT_OK)
+        return ck == NULL && err[0] && memchr(err, 0, errlen) ? 0 : -1;
+    int n = tcrt_ckpt_count(ck), m = 0, r = 1;
+    tcrt_ckpt_entry *es = calloc((size_t)n + 1, sizeof *es);
+    if (!es) {
+        tcrt_ckpt_close(ck);
+        return 1;
+    }
+    for (int i = 0; i < n && r > 0; i++) {
+        const tcrt_ckpt_entry *e = tcrt_ckpt_get(ck, i);
+        if (!e || !e->key || tcrt_ckpt_find(ck, e->key) != e || e->rank < 0 || e->rank > TCRT_MAX_RANK) {
+            r = -1;
+            break;
+        }
+        for (int d = 0; d < e->rank; d++)
+            if (e->dims[d] < 0)
+                r = -1;
+        if (e->bytes > sizeof shard)
+            continue; /* a sliced entry's full size: not in the shard, refused by read */
+        void *buf = malloc(e->bytes + 1);
+        if (!buf)
+            break;
+        err[0] = 0;
+        if (tcrt_ckpt_read(ck, e, buf, e->bytes, err, errlen) == TCRT_OK) {
+            es[m] = *e;
+            es[m++].data = buf;
+        } else {
+            if (!err[0])
+                r = -1;
+            free(buf);
+        }
+    }
+    if (r > 0 && m > 0) {
+        err[0] = 0;
+        tcrt_ckpt *back = NULL;
+        if (tcrt_ckpt_write(wprefix, es, m, err, errlen) != TCRT_OK ||
+            tcrt_ckpt_open(wprefix, &back, err, errlen) != TCRT_OK || tcrt_ckpt_count(back) != m) {
+            r = -1;
+        } else {
+            for (int i = 0; i < m && r > 0; i++) {
+                const tcrt_ckpt_entry *e = tcrt_ckpt_find(back, es[i].key);
+                uint8_t buf[sizeof shard];
+                if (!e || e->dtype != es[i].dtype || e->bytes != es[i].bytes ||
+                    tcrt_ckpt_read(back, e, buf, e->bytes, err, errlen) != TCRT_OK ||
+                    (e->bytes && memcmp(buf, es[i].data, e->bytes) != 0))
+                    r = -1;
+            }
+        }
+        tcrt_ckpt_close(back);
+    }
+    for (int i = 0; i < m; i++)
+        free((void *)es[i].data);
+    free(es);
+    tcrt_ckpt_close(ck);
+    return r;
+}
+
+static inline void fuzz_ckpt_put32(uint8_t *b, size_t *n, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        b[(*n)++] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void fuzz_ckpt_varint(uint8_t *b, size_t *n, uint64_t v)
+{
+    while (v >= 0x80) {
+        b[(*n)++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b[(*n)++] = (uint8_t)v;
+}
+
+/* The input as it is (an index file), then the input as the contents of
+ * the one data block of a table whose trailers, index block and footer are
+ * right (CRCs a fuzzer cannot guess), so mutations reach the restart
+ * arrays, entries and protos; an input starting with 's' has the rest
+ * wrapped as a Snappy-compressed block. */
+static inline int fuzz_run_ckpt(const char *dir, const uint8_t *data, size_t size, char *err, size_t errlen)
+{
+    int r = fuzz_ckpt_one(dir, data, size, err, errlen);
+    if (r < 0)
+        return r;
+    int type = size > 0 && data[0] == 's' ? 1 : 0;
+    const uint8_t *blk = data + type;
+    size_t bn = size - (size_t)type;
+    uint8_t *f = malloc(bn + 128);
+    if (!f)
+        return r;
+    size_t n = 0;
+    memcpy(f, blk, bn);
+    n = bn;
+    f[n++] = (uint8_t)type;
+    fuzz_ckpt_put32(f, &n, tcrt_crc32c_mask(tcrt_crc32c(0, f, bn + 1)));
+    size_t moff = n;
+    fuzz_ckpt_put32(f, &n, 0); /* an empty metaindex block */
+    fuzz_ckpt_put32(f, &n, 1);
+    f[n++] = 0;
+    fuzz_ckpt_put32(f, &n, tcrt_crc32c_mask(tcrt_crc32c(0, f + moff, 9)));
+    size_t ioff = n; /* the index block: "\xff\xff\xff\xff" -> the data block */
+    f[n++] = 0;
+    f[n++] = 4;
+    size_t vlen_at = n++;
+    memcpy(f + n, "\xff\xff\xff\xff", 4);
+    n += 4;
+    size_t v0 = n;
+    fuzz_ckpt_varint(f, &n, 0);
+    fuzz_ckpt_varint(f, &n, bn);
+    f[vlen_at] = (uint8_t)(n - v0);
+    fuzz_ckpt_put32(f, &n, 0);
+    fuzz_ckpt_put32(f, &n, 1);
+    size_t in = n - ioff;
+    f[n++] = 0;
+    fuzz_ckpt_put32(f, &n, tcrt_crc32c_mask(tcrt_crc32c(0, f + ioff, in + 1)));
+    size_t fstart = n;
+    fuzz_ckpt_varint(f, &n, moff);
+    fuzz_ckpt_varint(f, &n, 8);
+    fuzz_ckpt_varint(f, &n, ioff);
+    fuzz_ckpt_varint(f, &n, in);
+    while (n < fstart + 40)
+        f[n++] = 0;
+    fuzz_ckpt_put32(f, &n, 0x8b80fb57u);
+    fuzz_ckpt_put32(f, &n, 0xdb477524u);
+    r = fuzz_ckpt_one(dir, f, n, err, errlen);
+    free(f);
     return r;
 }
 

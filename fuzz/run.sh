@@ -1,7 +1,7 @@
 #!/bin/sh
 # fuzz/run.sh - builds the fuzz targets and runs each for a bounded time.
 #
-# Usage: fuzz/run.sh [TARGET...]     (default: all six)
+# Usage: fuzz/run.sh [TARGET...]     (default: all seven)
 # Environment: FUZZ_SECONDS (per target, default 60), FUZZ_OUT (default
 # build-fuzz), FUZZ_FLAGS (extra libFuzzer flags, e.g. "-fork=1 -ignore_crashes=1" to keep
 # going after a finding), FUZZ_NO_BUILD=1 (skip building and seeding: for a
@@ -21,7 +21,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
 OUT=${FUZZ_OUT:-$ROOT/build-fuzz}
 SECS=${FUZZ_SECONDS:-60}
-TARGETS=${*:-graphdef_binary pbtxt tfjs config npy model}
+TARGETS=${*:-graphdef_binary pbtxt tfjs config npy model ckpt}
 
 if [ -z "${FUZZ_NO_BUILD:-}" ]; then
     "$HERE/build.sh" "$OUT" || exit 2

@@ -10,6 +10,7 @@ content (duplicates collapse).  Nothing is ever written into the repository.
   pbtxt            *.pbtxt (not *.config.pbtxt)
   config           *.config.pbtxt
   npy              *.npy
+  ckpt             *.index (TensorFlow checkpoint indexes)
   tfjs             TF.js model.json files in fuzz_tfjs's input layout: the
                    JSON with every weight moved into one group whose paths
                    are ["shard.bin"], then a NUL byte and the concatenated
@@ -25,6 +26,8 @@ content (duplicates collapse).  Nothing is ever written into the repository.
   model            *.pb, *.meta, saved_model.pb(txt), *.onnx (content-detected
                    loading), plus small ONNX models from ONNX_DIR
                    (/usr/share/libonnx-testdata/data when installed)
+  ckpt blocks      data-block contents with a header and entries over
+                   fuzz_ckpt's 64-byte shard, CRCs right (ckpt_seeds)
   regressions      REGRESS_DIR/TARGET-*.* (tests/fuzz_regress) go to TARGET.
 A missing MODELS_DIR just gives smaller corpora.
 """
@@ -192,6 +195,64 @@ def op_seeds(models, out):
                 put(out, "graphdef_binary", r.stdout)
 
 
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
+    return c ^ 0xFFFFFFFF
+
+
+def varint(v):
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def ckpt_seeds(out):
+    """Data-block contents for fuzz_ckpt's wrapped mode: the header and
+    entries over its data shard (bytes 0..63), with the right CRCs, so that
+    mutations reach reading and the write-back round trip."""
+    shard = bytes(range(64))
+    masked = lambda c: ((((c >> 15) | (c << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+    tensors = [  # key, dtype, dims, offset, element size
+        [("a", 1, [], 0, 4), ("b", 1, [2], 4, 4), ("c", 9, [1], 12, 8)],
+        [("dense/bias", 3, [2], 0, 4), ("dense/kernel", 1, [2, 3], 8, 4), ("empty", 1, [0, 3], 0, 4)],
+        [("x", 19, [2, 2], 0, 2), ("y", 10, [3], 8, 1), ("z", 23, [], 16, 8)],
+    ]
+    for entries in tensors:
+        kvs = [(b"", b"\x08\x01\x1a\x02\x08\x01")]
+        for key, dt, dims, off, esz in entries:
+            n = esz
+            for d in dims:
+                n *= d
+            shape = b"".join(b"\x12" + varint(len(varint(d) if d else b"") + (1 if d else 0)) +
+                             ((b"\x08" + varint(d)) if d else b"") for d in dims)
+            v = b"\x08" + varint(dt) + b"\x12" + varint(len(shape)) + shape
+            if off:
+                v += b"\x20" + varint(off)
+            if n:
+                v += b"\x28" + varint(n)
+            v += b"\x35" + masked(crc32c(shard[off:off + n])).to_bytes(4, "little")
+            kvs.append((key.encode(), v))
+        for interval in (1, 16):
+            blk, restarts, prev = b"", [], b""
+            for i, (k, v) in enumerate(kvs):
+                shared = 0
+                if i % interval == 0:
+                    restarts.append(len(blk))
+                else:
+                    while shared < min(len(k), len(prev)) and k[shared] == prev[shared]:
+                        shared += 1
+                blk += varint(shared) + varint(len(k) - shared) + varint(len(v)) + k[shared:] + v
+                prev = k
+            blk += b"".join(r.to_bytes(4, "little") for r in restarts) + len(restarts).to_bytes(4, "little")
+            put(out, "ckpt", blk)
+
+
 def main():
     models, errors, out = sys.argv[1:4]
     for root in (models, errors):
@@ -221,11 +282,14 @@ def main():
                     target = "graphdef_binary"
                 elif fn.endswith(".npy"):
                     target = "npy"
+                elif fn.endswith(".index"):
+                    target = "ckpt"
                 else:
                     continue
                 with open(p, "rb") as f:
                     put(out, target, f.read())
     op_seeds(models, out)
+    ckpt_seeds(out)
     onnx_dir = "/usr/share/libonnx-testdata/data/node"
     if os.path.isdir(onnx_dir):
         for case in sorted(os.listdir(onnx_dir))[::8]:
@@ -236,10 +300,10 @@ def main():
     if len(sys.argv) > 4 and os.path.isdir(sys.argv[4]):
         for fn in sorted(os.listdir(sys.argv[4])):
             target = fn.split("-", 1)[0]
-            if "-" in fn and target in ("graphdef_binary", "pbtxt", "config", "npy", "tfjs", "model"):
+            if "-" in fn and target in ("graphdef_binary", "pbtxt", "config", "npy", "tfjs", "model", "ckpt"):
                 with open(os.path.join(sys.argv[4], fn), "rb") as f:
                     put(out, target, f.read())
-    for t in ("graphdef_binary", "pbtxt", "config", "npy", "tfjs", "model"):
+    for t in ("graphdef_binary", "pbtxt", "config", "npy", "tfjs", "model", "ckpt"):
         d = os.path.join(out, t)
         os.makedirs(d, exist_ok=True)
         print("seeds: %-16s %d files" % (t, len(os.listdir(d))))

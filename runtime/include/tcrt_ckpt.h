@@ -9,8 +9,10 @@
  * shape, shard id, offset, size, masked CRC32C of the bytes); and
  * PREFIX.data-00000-of-00001 (one shard per header.num_shards) holding the
  * raw little-endian tensor bytes.  TensorFlow reads what tcrt_ckpt_write
- * writes, and tcrt_ckpt_open reads TensorFlow's (uncompressed tables;
- * sliced or string tensors are reported, not read).
+ * writes (uncompressed tables), and tcrt_ckpt_open reads TensorFlow's
+ * (uncompressed or Snappy-compressed tables; sliced or string tensors are
+ * listed, and tcrt_ckpt_read refuses them).  Limits: the index file at most
+ * 1 GiB, rank at most TCRT_MAX_RANK, num_shards at most 99999 (docs/checkpoints.md).
  *
  * Every function takes err/errlen (err may be NULL) for a one-line reason
  * naming the file and, where there is one, the tensor; none exits or
@@ -54,25 +56,55 @@ const tcrt_ckpt_entry *tcrt_ckpt_find(const tcrt_ckpt *ck, const char *key);
 tcrt_status tcrt_ckpt_read(const tcrt_ckpt *ck, const tcrt_ckpt_entry *e, void *dst, size_t n, char *err,
                            size_t errlen);
 
-/* Writes a checkpoint of n entries (keys unique; sorted by the writer)
- * atomically: each file goes to a temporary name in the same folder, is
- * fsync'ed and renamed into place (data shard first, index last, then the
- * folder is fsync'ed), so a reader sees the old checkpoint or the new one,
- * never a mix, even if the process dies mid-way. */
+/* Writes a checkpoint of n entries (keys unique and non-empty; sorted by
+ * the writer; any dtype but string; data may be NULL when bytes is 0)
+ * atomically: each file goes to an exclusive temporary name in the same
+ * folder and is fsync'ed; only when both are complete are they renamed
+ * into place (data shard first, index last), then the folder is fsync'ed.
+ * Any failure removes the temporaries and leaves an existing checkpoint as
+ * it was.  A crash between the two renames leaves old index and new data
+ * (the reader then reports a size or CRC mismatch rather than returning
+ * wrong values): tcrt_ckpt_write_step closes that window with a pointer.  The index is byte for byte what TensorFlow's
+ * BundleWriter writes for the same tensors added in key order.  Bad
+ * entries: TCRT_ERR_ARG. */
 tcrt_status tcrt_ckpt_write(const char *prefix, const tcrt_ckpt_entry *e, int n, char *err, size_t errlen);
+
+/* Checkpoint series (a trainer's --save): tcrt_ckpt_write_step writes the
+ * checkpoint PREFIX-STEP (tcrt_ckpt_write), then atomically replaces the
+ * pointer file PREFIX.latest (one line: the base name "NAME-STEP") and
+ * removes the series' checkpoints older than the `keep` newest (keep >= 1).
+ * The pointer is the commit point: a process killed at any moment leaves
+ * PREFIX.latest naming a complete checkpoint (the new one or the one
+ * before), never a mix of two.  tcrt_ckpt_resolve gives the checkpoint to
+ * read for PREFIX: the one PREFIX.latest names when that file exists, else
+ * PREFIX itself (a plain checkpoint, e.g. TensorFlow's); out gets at most
+ * n bytes.  A pointer file that is not one line naming NAME-DIGITS is
+ * TCRT_ERR_FORMAT. */
+tcrt_status tcrt_ckpt_write_step(const char *prefix, int64_t step, const tcrt_ckpt_entry *e, int n, int keep,
+                                 char *err, size_t errlen);
+tcrt_status tcrt_ckpt_resolve(const char *prefix, char *out, size_t n, char *err, size_t errlen);
 
 /* A compiled model's state: every variable of m (tcrt_var) by name, read
  * from arena + offset.  tcrt_model_restore reads every variable of m from
- * the checkpoint (a variable missing, or of another dtype or shape, is an
- * error naming it; on error the arena's state may be partly written) and
- * ignores entries the model has no variable for. */
+ * the checkpoint and ignores entries the model has no variable for.  Every
+ * variable is looked up and compared before any is written; the first
+ * problem is the error, naming the variable: missing (TCRT_ERR_FORMAT,
+ * "PREFIX.index: no variable 'w' in the checkpoint"), another dtype
+ * (TCRT_ERR_DTYPE) or shape (TCRT_ERR_SHAPE, "variable 'w': wrong shape:
+ * the model has float32[3,2], the checkpoint float32[2,3]").  Only a read
+ * error after that (a CRC mismatch, a shard changed since) can leave the
+ * arena's state partly written. */
 tcrt_status tcrt_model_save(const tcrt_model *m, const uint8_t *arena, const char *prefix, char *err,
                             size_t errlen);
 tcrt_status tcrt_model_restore(const tcrt_model *m, uint8_t *arena, const char *prefix, char *err,
                                size_t errlen);
 
-/* CRC32C (Castagnoli) and TensorFlow's masking of stored CRCs. */
+/* CRC32C (Castagnoli) and TensorFlow's masking of stored CRCs.
+ * tcrt_crc32c extends crc (0 to start) with n bytes: the crc32 instruction
+ * where the CPU has it (x86-64 SSE4.2), else tcrt_crc32c_portable
+ * (slicing-by-8 tables; the same values, exposed so tests check both). */
 uint32_t tcrt_crc32c(uint32_t crc, const void *data, size_t n);
+uint32_t tcrt_crc32c_portable(uint32_t crc, const void *data, size_t n);
 static inline uint32_t tcrt_crc32c_mask(uint32_t crc)
 {
     return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
