@@ -2,12 +2,15 @@
  *
  *   tfcc compile MODEL --feed NAME[:DIMS]... --fetch NAME... -o OUT
  *        [--target T]... [--cpu CPU] [--emit exe|lib|obj|c] [--backend c|llvm]
+ *        [--signature KEY] [--train-op NAME]...
  *   tfcc run MODEL --feed NAME=FILE.npy... --fetch NAME... [--out-dir DIR]
  *   tfcc info MODEL
  *   tfcc ops [--markdown]
  *
  * compile: frontend (any format, detected by content) -> tf_import (prune
- * to the fetches, lower to primitives) -> pass pipeline -> C backend (and,
+ * to the fetches and --train-op targets, lower to primitives; variables'
+ * initial values from the checkpoint beside a SavedModel or X.meta, see
+ * checkpoint_prefix) -> pass pipeline -> C backend (and,
  * with --backend llvm, the LLVM backend's object instead of NAME.c and its
  * weights) -> per --target, the target's C compiler + runtime (targets/) ->
  * the --emit artifact: a standalone executable (OUT is its path), or in the
@@ -49,6 +52,9 @@ typedef struct Options {
     int n_consts;
     const char *fetches[MAX_ITEMS];
     int n_fetches;
+    const char *train_ops[MAX_ITEMS]; /* --train-op: run-only targets (one training step per run) */
+    int n_train_ops;
+    const char *signature;          /* --signature KEY */
     const char *config;
     const char *output;
     const char *name;
@@ -66,8 +72,18 @@ typedef struct Options {
     const char *cpu;                /* --cpu (NULL: each target's default) */
     const char *emit;               /* --emit exe|lib|obj|c (NULL: exe) */
     const char *backend;            /* --backend c|llvm (NULL: c) */
+    const char *loss;               /* --loss TENSOR: train (with --optimizer) */
+    const char *optimizer;          /* --optimizer SPEC (passes.h pass_grad_parse_optimizer) */
+    const char *trainable;          /* --trainable all|NAME[,NAME...] */
     const char *run_args[MAX_ITEMS]; /* extra args passed to the executable (run) */
     int n_run_args;
+    bool placement;                 /* --placement (compile: honor device requests; info: report) */
+    const char *default_device;     /* --default-device */
+    const char *devices[MAX_ITEMS]; /* --devices, split at commas */
+    int n_devices;
+    PassDeviceMap device_map[MAX_ITEMS]; /* --device-map PATTERN=DEVICE, in order */
+    int n_device_map;
+    FILE *info_out;                 /* info --placement: where the report goes */
     char *owned[2 * MAX_ITEMS + 8]; /* strings allocated for the options, freed by drv_main */
     int n_owned;
 } Options;
@@ -108,6 +124,10 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  --config FILE       tfcompile config (feeds/fetches) instead of --feed/--fetch\n"
+            "  --signature KEY     feeds and fetches of the SignatureDef KEY (MetaGraphDef, SavedModel)\n"
+            "  --train-op NAME     also run node NAME (repeatable; e.g. the optimizer's minimize op):\n"
+            "                      every run of the result is one training step; variables keep\n"
+            "                      their values between runs (docs/training.md)\n"
             "  --const NAME=VALUE  bind a placeholder to a value at compile time (a number,\n"
             "                      a comma-separated list, or FILE.npy): shapes and\n"
             "                      conditions that depend on it are resolved when compiling\n"
@@ -129,7 +149,22 @@ static void usage(FILE *f)
             "                      --target: -o OUT gives OUT/<target>/\n"
             "  --backend B         c (default) or llvm (when tfcc was built with LLVM 19)\n"
             "  --out-dir DIR       (run) where fetched tensors are written (default .)\n"
-            "  --threads N, --repeat N   (run) passed to the compiled executable\n");
+            "  --loss TENSOR       build a training step: gradients of this float scalar with\n"
+            "                      respect to the trainable variables, then --optimizer's update\n"
+            "                      (the loss is fetched; docs/training.md)\n"
+            "  --optimizer SPEC    sgd:lr=X | momentum:lr=X[,momentum=0.9][,nesterov=1] |\n"
+            "                      adam[:lr=0.001][,beta1=0.9][,beta2=0.999][,epsilon=1e-8]\n"
+            "  --trainable WHAT    with --loss: turn constants into trainable variables\n"
+            "                      initialized with their values: 'all' (float constants of\n"
+            "                      2+ elements feeding a matmul, conv2d or bias add) or NAME,...\n"
+            "  --threads N, --repeat N   (run) passed to the compiled executable\n"
+            "  --placement         place nodes on devices (docs/devices.md): honor the model's\n"
+            "                      device requests; with info: print each node's device and why\n"
+            "  --default-device D  device of nodes without a request (cpu:0, gpu:0, /device:CPU:1)\n"
+            "  --device-map P=D    put nodes whose TF name matches glob P on device D (repeatable;\n"
+            "                      the last match wins, over the model's request)\n"
+            "  --devices D,...     devices of the cluster besides the local CPUs (e.g. gpu:0)\n"
+            "                      (any of these four turns placement on)\n");
 }
 
 /* ---- argument parsing ---------------------------------------------------- */
@@ -207,6 +242,16 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
                 if (!push(o->fetches, &o->n_fetches, t, err, "fetches"))
                     return 2;
             i++;
+        } else if (!strcmp(a, "--train-op")) {
+            if (!v) {
+                fprintf(err, "error: --train-op needs a node name\n");
+                return 2;
+            }
+            if (!push(o->train_ops, &o->n_train_ops, v, err, "train ops"))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--signature")) {
+            TAKE(signature);
         } else if (!strcmp(a, "--disable-pass")) {
             if (!v) {
                 fprintf(err, "error: --disable-pass needs a value\n");
@@ -261,6 +306,19 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
             }
         } else if (!strcmp(a, "--cpu"))
             TAKE(cpu);
+        else if (!strcmp(a, "--loss"))
+            TAKE(loss);
+        else if (!strcmp(a, "--trainable"))
+            TAKE(trainable);
+        else if (!strcmp(a, "--optimizer")) {
+            TAKE(optimizer);
+            GradOptions go;
+            Status ost = ST_INIT;
+            if (!pass_grad_parse_optimizer(v, &go, &ost)) {
+                fprintf(err, "error: --optimizer: %s\n", ost.msg);
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--config"))
             TAKE(config);
         else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
@@ -285,6 +343,37 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
             o->stats = true;
         else if (!strcmp(a, "--markdown"))
             o->markdown = true;
+        else if (!strcmp(a, "--placement"))
+            o->placement = true;
+        else if (!strcmp(a, "--default-device"))
+            TAKE(default_device);
+        else if (!strcmp(a, "--devices") || !strcmp(a, "--device-map")) {
+            if (!v) {
+                fprintf(err, "error: %s needs a value\n", a);
+                return 2;
+            }
+            char *dup = strdup(v);
+            if (!own(o, dup))
+                return 1;
+            if (!strcmp(a, "--devices")) {
+                for (char *save = NULL, *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save))
+                    if (!push(o->devices, &o->n_devices, t, err, "devices"))
+                        return 2;
+            } else {
+                char *eq = strrchr(dup, '=');
+                if (!eq || eq == dup || !eq[1]) {
+                    fprintf(err, "error: --device-map '%s': expected PATTERN=DEVICE\n", v);
+                    return 2;
+                }
+                if (o->n_device_map >= MAX_ITEMS) {
+                    fprintf(err, "error: too many --device-map (limit %d)\n", MAX_ITEMS);
+                    return 2;
+                }
+                *eq = '\0';
+                o->device_map[o->n_device_map++] = (PassDeviceMap){dup, eq + 1};
+            }
+            i++;
+        }
         else if (a[0] == '-' && a[1]) {
             fprintf(err, "error: unknown option '%s'\n", a);
             return 2;
@@ -298,6 +387,14 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
     }
     if (strcmp(o->cmd, "ops") && !o->model) {
         fprintf(err, "error: %s needs a MODEL file\n", o->cmd);
+        return 2;
+    }
+    if ((o->optimizer || o->trainable) && !o->loss) {
+        fprintf(err, "error: %s needs --loss TENSOR\n", o->optimizer ? "--optimizer" : "--trainable");
+        return 2;
+    }
+    if (o->loss && !o->optimizer) {
+        fprintf(err, "error: --loss needs --optimizer (sgd:lr=X, momentum:lr=X or adam)\n");
         return 2;
     }
     if (!strcmp(o->cmd, "compile") && !o->output) {
@@ -510,6 +607,113 @@ static bool build_artifacts(const Options *o, const IrGraph *g, const char *gen_
     return st_ok(st);
 }
 
+/* "x" and "x:0" name the same tensor. */
+static bool same_tensor(const char *a, const char *b);
+
+/* --loss: the fetches get the loss (when not already there). */
+static bool add_loss_fetch(const Options *o, const char **fetches, int *n_fetches, Status *st)
+{
+    if (!o->loss)
+        return true;
+    for (int i = 0; i < *n_fetches; i++)
+        if (same_tensor(fetches[i], o->loss))
+            return true;
+    if (*n_fetches >= MAX_ITEMS)
+        return st_errorf(st, ST_ERROR, "too many fetches");
+    fetches[(*n_fetches)++] = o->loss;
+    return true;
+}
+
+/* --loss/--optimizer/--trainable: the training step (passes/optim.c), added
+ * to the imported graph before the pipeline. */
+static bool build_training(const Options *o, IrGraph *g, Status *st)
+{
+    if (o->trainable && !pass_grad_trainable(g, o->trainable, st))
+        return false;
+    IrValue loss = {NULL, 0};
+    for (int i = 0; i < g->n_fetches && !loss.node; i++)
+        if (same_tensor(g->fetches[i].name, o->loss))
+            loss = g->fetches[i].value;
+    if (!loss.node)
+        return st_errorf(st, ST_ERROR, "--loss %s: not a fetched tensor of the model", o->loss);
+    GradOptions go;
+    if (!pass_grad_parse_optimizer(o->optimizer, &go, st))
+        return false;
+    go.loss_name = o->loss;
+    return pass_grad_build(g, loss, &go, st);
+}
+
+/* The checkpoint holding a model's variables: a SavedModel's
+ * <dir>/variables/variables, a MetaGraphDef X.meta's X (tf.train.Saver
+ * writes both with one prefix); NULL when its .index file is absent. */
+static const char *checkpoint_prefix(const char *model, const FeModel *m, char *buf, size_t n)
+{
+    if (!m->meta || !model)
+        return NULL;
+    size_t len = strlen(model);
+    if (m->saved_model) {
+        const char *slash = strrchr(model, '/');
+        int dir = slash ? (int)(slash - model) : 0;
+        if (snprintf(buf, n, "%.*s%svariables/variables", dir, model, slash ? "/" : "") >= (int)n)
+            return NULL;
+    } else if (len > 5 && !strcmp(model + len - 5, ".meta")) {
+        if (snprintf(buf, n, "%.*s", (int)(len - 5), model) >= (int)n)
+            return NULL;
+    } else {
+        return NULL;
+    }
+    char idx[PATH_MAX];
+    struct stat sb;
+    if (snprintf(idx, sizeof idx, "%s.index", buf) >= (int)sizeof idx || stat(idx, &sb) != 0)
+        return NULL;
+    return buf;
+}
+
+/* ---- placement (docs/devices.md) ------------------------------------------ */
+
+static bool placement_requested(const Options *o)
+{
+    return o->placement || o->default_device || o->n_devices || o->n_device_map;
+}
+
+static const char *why_text(PassPlaceWhy w)
+{
+    switch (w) {
+    case PLACE_REQUESTED: return "requested";
+    case PLACE_MAPPED: return "mapped";
+    case PLACE_COLOCATED: return "colocated";
+    case PLACE_DEFAULT: return "default device";
+    case PLACE_HOST: return "feed (host memory)";
+    case PLACE_SOFT: return "soft-placed";
+    case PLACE_COST: return "cost model";
+    }
+    return "?";
+}
+
+/* info --placement: the cluster, each node's device and why, the cut edges. */
+static void print_placement(FILE *out, const PassPlaceReport *r)
+{
+    fprintf(out, "devices (%d):\n", r->n_devices);
+    for (int d = 0; d < r->n_devices; d++)
+        fprintf(out, "  [%d] %s\n", d, r->devices[d]);
+    fprintf(out, "\nplacement (%d nodes, %d soft-placed; simulated time %.3f ms):\n", r->n_entries, r->n_soft,
+            r->est_seconds * 1e3);
+    for (int i = 0; i < r->n_entries; i++) {
+        const PassPlaceEntry *e = &r->entries[i];
+        const IrNode *n = e->node;
+        fprintf(out, "  %s (%s) %%%d %s -> [%d] %s", n->origin ? n->origin : "?",
+                n->origin_op ? n->origin_op : "?", n->id, ir_op_name(n->op), e->device, why_text(e->why));
+        if (e->detail)
+            fprintf(out, ": %s", e->detail);
+        fprintf(out, "\n");
+    }
+    fprintf(out, "\npartition: %d send/recv pair%s\n", r->n_pairs, r->n_pairs == 1 ? "" : "s");
+    for (int i = 0; i < r->n_pairs; i++)
+        fprintf(out, "  %s\n", r->keys[i]);
+    fprintf(out, "peak live bytes: %lld with recv as late as possible, %lld as soon as possible\n",
+            (long long)r->peak_alap, (long long)r->peak_asap);
+}
+
 /* Compiles o->model with the given feed specs into exe_path, generated files
  * in gen_dir.  pre: the model already loaded (taken over and freed), or NULL. */
 static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feeds, int n_feeds,
@@ -526,8 +730,10 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
     stats->load_ms = now_ms() - t0;
     stats->tf_nodes = m.onnx ? (m.onnx->graph ? (int)m.onnx->graph->n_node : 0) : (int)m.graph->n_node;
 
+    char ckpt[PATH_MAX];
     TfImportOptions io = {.file = o->model, .feeds = feeds, .n_feeds = n_feeds, .fetches = fetches,
-                          .n_fetches = n_fetches};
+                          .n_fetches = n_fetches, .targets = o->train_ops, .n_targets = o->n_train_ops,
+                          .checkpoint = checkpoint_prefix(o->model, &m, ckpt, sizeof ckpt), .meta = m.meta};
     OnnxImportOptions oo = {.file = o->model, .feeds = feeds, .n_feeds = n_feeds, .fetches = fetches,
                             .n_fetches = n_fetches};
     t0 = now_ms();
@@ -537,16 +743,40 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
     if (!g)
         return false;
     g->name = arena_strdup(&g->arena, name);
+    if (o->loss && !build_training(o, g, st)) {
+        ir_graph_free(g);
+        return false;
+    }
 
     PipelineOptions po = {.dump_after = o->dump_after,
                           .dump_dir = o->dump_dir ? o->dump_dir : "dump",
                           .verify_each = o->verify_each,
                           .disabled = o->disabled,
                           .n_disabled = o->n_disabled};
+    bool info_only = !strcmp(o->cmd, "info"); /* info --placement: report, no code */
+    PassPlaceReport prep;
+    memset(&prep, 0, sizeof prep);
+    PassPlaceOptions popt = {.default_device = o->default_device, .devices = o->devices,
+                             .n_devices = o->n_devices, .map = o->device_map, .n_map = o->n_device_map,
+                             .for_codegen = !info_only, .report = &prep};
+    if (placement_requested(o))
+        po.place = &popt;
+    else
+        pass_clear_devices(g); /* no placement: the host CPU runs everything, requests ignored */
     t0 = now_ms();
     bool ok = pass_run_pipeline(g, &po, st);
     stats->passes_ms = now_ms() - t0;
     stats->ir_nodes = ir_graph_live_count(g);
+    if (ok && info_only) {
+        print_placement(o->info_out ? o->info_out : stdout, &prep);
+        ir_graph_free(g);
+        return true;
+    }
+    if (ok && po.place && o->stats)
+        fprintf(err,
+                "stats: devices=%d send_recv_pairs=%d soft_placed=%d peak_bytes_alap=%lld "
+                "peak_bytes_asap=%lld\n",
+                prep.n_devices, prep.n_pairs, prep.n_soft, (long long)prep.peak_alap, (long long)prep.peak_asap);
     if (ok) {
         CgOptions co = {.name = name, .source_file = o->model};
         t0 = now_ms();
@@ -630,9 +860,10 @@ static bool same_tensor(const char *a, const char *b)
 static bool signature_specs(Options *opt, const FeModel *m, TfFeedSpec *feeds, int *n_feeds,
                             const char **fetches, int *n_fetches, bool *used, Status *st)
 {
-    const char *key;
+    const char *key = opt->signature;
     *used = false;
-    const Tensorflow__SignatureDef *sig = fe_default_signature(m, &key, st);
+    const Tensorflow__SignatureDef *sig =
+        key ? fe_signature(m, key, st) : fe_default_signature(m, &key, st);
     if (!sig)
         return st_ok(st);
     *used = true;
@@ -801,13 +1032,16 @@ static int cmd_compile(Options *o, FILE *out, FILE *err)
         goto done;
     for (int i = 0; i < o->n_fetches; i++)
         fetches[n_fetches++] = o->fetches[i];
-    if (n_fetches == 0 && !o->config) { /* the model's signature, if it has one */
+    if (!add_loss_fetch(o, fetches, &n_fetches, &st))
+        goto done;
+    if ((n_fetches == 0 && !o->config && o->n_train_ops == 0) || o->signature) {
+        /* the model's signature (--signature, else the default), if it has one */
         bool used;
         if (!fe_load(o->model, &pre, &st) ||
             (!pre.onnx && !signature_specs(o, &pre, feeds, &n_feeds, fetches, &n_fetches, &used, &st)))
             goto done;
     }
-    if (n_fetches == 0 && !pre.onnx) { /* ONNX: the graph's outputs */
+    if (n_fetches == 0 && o->n_train_ops == 0 && !pre.onnx) { /* ONNX: the graph's outputs */
         st_errorf(&st, ST_ERROR, "nothing to compile: give --fetch NAME (see 'tfcc info %s')", o->model);
         goto done;
     }
@@ -831,7 +1065,9 @@ static int cmd_compile(Options *o, FILE *out, FILE *err)
         compile_model(o, &pre, feeds, n_feeds, fetches, n_fetches, gen_dir, o->output, name, &stats, err, &st);
     if (!o->keep_dir)
         rm_rf(gen_dir);
-    if (ok) {
+    if (ok && !strcmp(o->cmd, "info"))
+        rc = 0;
+    else if (ok) {
         fprintf(out, "compiled %s -> %s\n", o->model, o->output);
         rc = 0;
     }
@@ -918,6 +1154,8 @@ static int cmd_run(const Options *o, FILE *out, FILE *err)
         goto done;
     for (int i = 0; i < o->n_fetches; i++)
         fetches[n_fetches++] = o->fetches[i];
+    if (!add_loss_fetch(o, fetches, &n_fetches, &st))
+        goto done;
     if (n_fetches == 0) { /* ONNX: the graph's outputs */
         if (!fe_load(o->model, &pre, &st))
             goto done;
@@ -1092,8 +1330,12 @@ static void print_meta(FILE *out, const FeModel *m)
     }
 }
 
-static int cmd_info(const Options *o, FILE *out, FILE *err)
+static int cmd_info(Options *o, FILE *out, FILE *err)
 {
+    if (o->placement || placement_requested(o)) { /* import, place and partition, then report */
+        o->info_out = out;
+        return cmd_compile(o, out, err);
+    }
     Status st = ST_INIT;
     FeModel m = {0};
     if (!fe_load(o->model, &m, &st))

@@ -9,7 +9,8 @@
  *
  * Sections: status.c, arena.c, ops.c, graph.c (builder), shape.c (shape
  * rules), fold.c (evaluation through the runtime's reference kernels),
- * verify.c, print.c (text and DOT), parse.c (text back to a graph).
+ * device.c (TensorFlow device names), verify.c, print.c (text and DOT),
+ * parse.c (text back to a graph).
  */
 #ifndef IR_IR_H
 #define IR_IR_H
@@ -180,7 +181,11 @@ struct IrNode {
     IrParams p;
     void *data;                   /* CONST: element data, owned by the graph */
     size_t data_bytes;
-    const char *device;           /* requested device or NULL */
+    const char *device;           /* requested device or NULL; after passes/place: the
+                                   * assigned device, canonical (ir/device.c) */
+    const char **coloc;           /* TF `_class` "loc:@name": nodes to colocate with (TF names) */
+    int n_coloc;
+    const char *key;              /* SEND, RECV: the rendezvous key (passes/partition.c) */
     int64_t workspace_bytes;      /* scratch the kernel needs during the call */
     int64_t workspace_offset;
     int n_regions;                /* WHILE, COND: nested graphs (see "regions") */
@@ -339,6 +344,42 @@ bool ir_fold_node(IrGraph *g, IrNode *n, IrValue *outv, Status *st);
 /* Evaluates one elementwise op over concrete tensors (used by fold and tests):
  * inputs already broadcast-compatible; out preallocated. */
 bool ir_eval_elementwise(Op op, const tcrt_tensor *in, int n_in, tcrt_tensor *out, Status *st);
+
+/* ---- device.c ---------------------------------------------------------- */
+
+/* A TensorFlow device name, field by field (DeviceNameUtils::ParsedName):
+ * /job:J/replica:R/task:T/device:TYPE:ID, each field optional. */
+#define IR_DEV_MAX_NAME 64
+#define IR_DEV_MAX_STR 256        /* canonical text of any parsed name fits */
+typedef struct IrDevName {
+    bool has_job, has_replica, has_task, has_type, has_id;
+    char job[IR_DEV_MAX_NAME];
+    int replica, task;
+    char type[IR_DEV_MAX_NAME];   /* "CPU", "GPU" (cpu/gpu upper-cased), ... */
+    int id;
+} IrDevName;
+
+/* Parses a full, partial or legacy name ("/job:w/task:1/device:GPU:0",
+ * "/device:GPU:1", "/gpu:0", "/cpu:0", "GPU:0", "/job:ps/task:1"; "" and
+ * NULL: nothing); false when malformed. */
+bool ir_dev_parse(const char *s, IrDevName *d);
+bool ir_dev_is_full(const IrDevName *d);
+bool ir_dev_is_empty(const IrDevName *d);
+/* Fills d's missing fields from base. */
+void ir_dev_complete(IrDevName *d, const IrDevName *base);
+/* Merges other into target (fields set on both must agree); false with a
+ * reason in why ("incompatible types: '/device:GPU:0' and '/device:CPU:0'"). */
+bool ir_dev_merge(IrDevName *target, const IrDevName *other, char *why, size_t n);
+/* Whether every field set in pattern has the same value in name. */
+bool ir_dev_matches(const IrDevName *pattern, const IrDevName *name);
+/* Same job, replica and task (one address space). */
+bool ir_dev_same_task(const IrDevName *a, const IrDevName *b);
+/* Canonical text of the fields present (writes buf, returns it). */
+const char *ir_dev_str(const IrDevName *d, char *buf, size_t n);
+/* This process's task: /job:localhost/replica:0/task:0. */
+const IrDevName *ir_dev_local_task(void);
+/* Parses s, completes it with the local task, writes the canonical text. */
+bool ir_dev_canonical(const char *s, char *buf, size_t n);
 
 /* ---- verify.c ---------------------------------------------------------- */
 

@@ -48,6 +48,7 @@ typedef struct NodeLine {
     int64_t *offsets;
     int n_types;
     const char *device;
+    const char *key;              /* SEND/RECV rendezvous key */
     int64_t ws, ws_off;
     const char *hex, *hex_end;    /* CONST data (in the text) */
     const char *origin, *origin_op;
@@ -477,6 +478,9 @@ static bool parse_node_line(Parser *p, NodeLine *nl)
         if (accept(p, "device=")) {
             if (!parse_str(p, &nl->device))
                 return false;
+        } else if (accept(p, "key=")) {
+            if (!parse_str(p, &nl->key))
+                return false;
         } else if (accept(p, "offset=[")) {
             for (int k = 0; k < nl->n_types; k++) {
                 if ((k && !expect(p, ",")) || !parse_int(p, &nl->offsets[k]))
@@ -524,6 +528,7 @@ static bool finish_node(Parser *p, Frame *f, const NodeLine *nl, IrNode *n)
     for (int i = 0; i < nl->n_ctrl; i++)
         ir_add_ctrl(f->g, n, nl->ctrl[i], p->st);
     n->device = nl->device;
+    n->key = nl->key;
     n->workspace_bytes = nl->ws;
     n->workspace_offset = nl->ws_off;
     n->id = (int)nl->id;

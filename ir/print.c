@@ -9,7 +9,7 @@
  * the used prefix of i and f (trailing zeros trimmed; floats in the shortest
  * form that reads back exactly).  Multiple outputs print as a tuple
  * "(f32[2,5], i32[2,5])".  Optional fields follow the type: device="...",
- * offset=[..] (planned outputs), workspace=BYTES@OFFSET, then CONST data:
+ * key="..." (SEND/RECV rendezvous key), offset=[..] (planned outputs), workspace=BYTES@OFFSET, then CONST data:
  * "= hex:0000803f..." with data, else a short value summary.  The comment
  * holds the origin TF node and op.
  * Region ops (while, cond) follow their line with their regions, in order,
@@ -27,7 +27,8 @@
  * Inside a region, feed lines name its parameters and the last line before
  * "}" yields its results (fetches) as "name" %ref pairs; "yield" alone when
  * there are none.
- * DOT: a region op and its regions form a cluster; each region is a cluster
+ * DOT: nodes with a device are filled with its colour (dot_device_colour)
+ * and carry it as a tooltip; a region op and its regions form a cluster; each region is a cluster
  * inside it, labelled ("while %7 body", "cond %9 branch 1 (false)"), with a
  * "yield" node fed by its results.  Names of region nodes carry the path of
  * region ops ("n7r1_n0": node %0 of region 1 of %7); a dotted edge with
@@ -214,6 +215,10 @@ static void print_node(const IrNode *n, FILE *f, bool with_data, int indent)
         fputs(" device=", f);
         print_str(f, n->device);
     }
+    if (n->key) {
+        fputs(" key=", f);
+        print_str(f, n->key);
+    }
     bool planned = false;
     for (int k = 0; k < n->n_outputs; k++)
         planned |= n->out[k].offset != -1;
@@ -306,6 +311,20 @@ static void dot_str(FILE *f, const char *s)
     }
 }
 
+/* Fill colour of a node's device (placed graphs): a fixed palette indexed
+ * by a hash of the device text, so one device has one colour in every dump. */
+static const char *dot_device_colour(const char *device)
+{
+    /* ordered so that CPU:0 (lightblue), CPU:1 (lightsalmon), CPU:2 and GPU:0 of
+     * the local task differ clearly */
+    static const char *const palette[] = {"palegreen", "lightcyan", "khaki", "plum",
+                                          "lightblue", "thistle", "peachpuff", "lightsalmon"};
+    uint32_t h = 2166136261u;
+    for (const char *c = device; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    return palette[h % (sizeof palette / sizeof palette[0])];
+}
+
 /* Label of region k of region op n. */
 static void dot_region_label(FILE *f, const IrNode *n, int k)
 {
@@ -355,8 +374,13 @@ static void dot_body(const IrGraph *g, FILE *f, const char *pre, int ind, int de
             dot_str(f, n->origin);
         }
         fputs("\"", f);
-        if (n->op == OP_CONST || n->op == OP_ARG)
+        if (n->device && n->op != OP_CONST) {
+            fprintf(f, ", style=filled, fillcolor=%s, tooltip=\"", dot_device_colour(n->device));
+            dot_str(f, n->device);
+            fputs("\"", f);
+        } else if (n->op == OP_CONST || n->op == OP_ARG) {
             fputs(", style=filled, fillcolor=lightgrey", f);
+        }
         fputs("];\n", f);
         for (int k = 0; k < n->n_regions; k++) {
             const IrGraph *r = n->regions[k];

@@ -411,7 +411,9 @@ bool ir_shape_conv2d_transpose(IrGraph *g, IrNode *n, Status *st)
     int64_t pads[4] = {p[TCRT_CONV_PT], p[TCRT_CONV_PL], p[TCRT_CONV_PB], p[TCRT_CONV_PR]};
     if (!check_window_params(n, pos, 4, pads, st))
         return false;
-    if (w->dims[2] != o->dims[3] || w->dims[3] != dy->dims[3] || o->dims[0] != dy->dims[0])
+    /* depthwise (TCRT_CONV_DEPTHWISE): w [KH,KW,C,M] and dy has C*M channels */
+    int64_t cdy = p[TCRT_CONV_DEPTHWISE] ? w->dims[2] * w->dims[3] : w->dims[3];
+    if (w->dims[2] != o->dims[3] || cdy != dy->dims[3] || o->dims[0] != dy->dims[0])
         return ir_node_errorf(st, n, "filter %s does not connect gradient %s to output %s", SH(w), SH(dy), SH(o));
     int64_t fh, fw;
     if (!window_out(o->dims[1], w->dims[0], pos[0], pos[2], pads[0], pads[2], &fh) ||
@@ -849,5 +851,130 @@ bool ir_shape_state(IrGraph *g, IrNode *n, Status *st)
                                   SH(&x->shape));
     }
     n->out[0].type.shape = in_t(n, 0)->shape;
+    return true;
+}
+
+/* ---- gradient primitives (ops.def "gradients") ---- */
+
+/* conv2d_backprop_filter: x [N,H,W,C], dy [N,OH,OW,O] -> the given filter
+ * shape [KH,KW,WI,WO]; the forward conv2d of x with that filter and p must
+ * produce dy's shape. */
+bool ir_shape_conv2d_backprop_filter(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!need_given(n, st) || !same_input_dtypes(n, st))
+        return false;
+    const IrShape *x = in_s(n, 0), *dy = in_s(n, 1), *w = &n->out[0].type.shape;
+    if (x->rank != 4 || dy->rank != 4 || w->rank != 4)
+        return ir_node_errorf(st, n, "conv2d_backprop_filter needs rank-4 input, gradient and filter, got %s, %s, %s",
+                              SH(x), SH(dy), SH(w));
+    const int64_t *p = n->p.i;
+    if (p[TCRT_CONV_ACT] != TCRT_ACT_NONE || p[TCRT_CONV_PACKED])
+        return ir_node_errorf(st, n, "conv2d_backprop_filter takes no activation or packed filter");
+    int64_t pos[4] = {p[TCRT_CONV_SH], p[TCRT_CONV_SW], p[TCRT_CONV_DH], p[TCRT_CONV_DW]};
+    int64_t pads[4] = {p[TCRT_CONV_PT], p[TCRT_CONV_PL], p[TCRT_CONV_PB], p[TCRT_CONV_PR]};
+    if (!check_window_params(n, pos, 4, pads, st))
+        return false;
+    bool ok;
+    if (p[TCRT_CONV_DEPTHWISE])
+        ok = w->dims[2] == x->dims[3] && dy->dims[3] == x->dims[3] * w->dims[3];
+    else
+        ok = w->dims[2] > 0 && x->dims[3] % w->dims[2] == 0 && w->dims[3] == dy->dims[3] &&
+             dy->dims[3] % (x->dims[3] / w->dims[2]) == 0;
+    if (!ok || dy->dims[0] != x->dims[0])
+        return ir_node_errorf(st, n, "filter %s does not connect input %s to gradient %s%s", SH(w), SH(x), SH(dy),
+                              p[TCRT_CONV_DEPTHWISE] ? " (depthwise)" : "");
+    int64_t oh, ow;
+    if (!window_out(x->dims[1], w->dims[0], pos[0], pos[2], pads[0], pads[2], &oh) ||
+        !window_out(x->dims[2], w->dims[1], pos[1], pos[3], pads[1], pads[3], &ow) || oh != dy->dims[1] ||
+        ow != dy->dims[2])
+        return ir_node_errorf(st, n, "gradient %s is inconsistent with input %s for filter %s", SH(dy), SH(x),
+                              SH(w));
+    return true;
+}
+
+/* Pool output spatial dims of input shape x under n's TCRT_POOL_* params. */
+static bool pool_out_dims(IrNode *n, const IrShape *x, int64_t *oh, int64_t *ow, Status *st)
+{
+    const int64_t *p = n->p.i;
+    int64_t pos[4] = {p[TCRT_POOL_KH], p[TCRT_POOL_KW], p[TCRT_POOL_SH], p[TCRT_POOL_SW]};
+    int64_t pads[4] = {p[TCRT_POOL_PT], p[TCRT_POOL_PL], p[TCRT_POOL_PB], p[TCRT_POOL_PR]};
+    if (!check_window_params(n, pos, 4, pads, st))
+        return false;
+    if (!window_out(x->dims[1], pos[0], pos[2], 1, pads[0], pads[2], oh) ||
+        !window_out(x->dims[2], pos[1], pos[3], 1, pads[1], pads[3], ow))
+        return ir_node_errorf(st, n, "window %lldx%lld does not fit input %s", (long long)pos[0],
+                              (long long)pos[1], SH(x));
+    return true;
+}
+
+static bool check_pool_grad(IrNode *n, const IrShape *x, const IrShape *dy, Status *st)
+{
+    if (x->rank != 4 || dy->rank != 4)
+        return ir_node_errorf(st, n, "pooling gradient needs rank-4 NHWC input and gradient, got %s and %s", SH(x),
+                              SH(dy));
+    int64_t oh = 0, ow = 0;
+    if (!pool_out_dims(n, x, &oh, &ow, st))
+        return false;
+    if (dy->dims[0] != x->dims[0] || dy->dims[1] != oh || dy->dims[2] != ow || dy->dims[3] != x->dims[3])
+        return ir_node_errorf(st, n, "gradient %s does not match the pooled shape of %s ([%lld,%lld,%lld,%lld])",
+                              SH(dy), SH(x), (long long)x->dims[0], (long long)oh, (long long)ow,
+                              (long long)x->dims[3]);
+    return true;
+}
+
+/* maxpool_grad: x, dy (maxpool(x)'s shape) -> x's shape. */
+bool ir_shape_maxpool_grad(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!same_input_dtypes(n, st) || !check_pool_grad(n, in_s(n, 0), in_s(n, 1), st))
+        return false;
+    n->out[0].type.shape = *in_s(n, 0);
+    return true;
+}
+
+/* avgpool_grad: dy -> the given forward input shape; pooling it gives dy's. */
+bool ir_shape_avgpool_grad(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!need_given(n, st))
+        return false;
+    return check_pool_grad(n, &n->out[0].type.shape, in_s(n, 0), st);
+}
+
+/* scatter_add: updates [I..., R...], indices [I...] -> given [S, R...]. */
+bool ir_shape_scatter_add(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    if (!need_given(n, st) || !int_indices(n, 1, st))
+        return false;
+    tcrt_dtype dt = in_t(n, 0)->dtype;
+    if (dt != TCRT_F32 && dt != TCRT_F64 && dt != TCRT_I32 && dt != TCRT_I64)
+        return ir_node_errorf(st, n, "scatter_add supports f32, f64, i32 and i64, got %s", tcrt_dtype_name(dt));
+    const IrShape *u = in_s(n, 0), *ix = in_s(n, 1), *o = &n->out[0].type.shape;
+    bool ok = o->rank >= 1 && u->rank == ix->rank + o->rank - 1;
+    for (int d = 0; ok && d < ix->rank; d++)
+        ok = u->dims[d] == ix->dims[d];
+    for (int d = 1; ok && d < o->rank; d++)
+        ok = u->dims[ix->rank + d - 1] == o->dims[d];
+    if (!ok)
+        return ir_node_errorf(st, n, "scatter_add updates %s do not match indices %s and output %s", SH(u), SH(ix),
+                              SH(o));
+    return true;
+}
+
+/* ---- communication (ops.def "communication between devices") ---- */
+
+/* send: any value, same type out.  recv: its input must be a SEND's output
+ * (the other half of the pair, same key); same type out. */
+bool ir_shape_comm(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    const IrNode *src = n->inputs[0].node;
+    if (n->op == OP_RECV && src->op != OP_SEND)
+        return ir_node_errorf(st, n, "recv must read a send, got %s", ir_op_name(src->op));
+    if (n->op == OP_RECV && n->key && src->key && strcmp(n->key, src->key) != 0)
+        return ir_node_errorf(st, n, "recv key '%s' differs from its send's '%s'", n->key, src->key);
+    n->out[0].type = *in_t(n, 0);
     return true;
 }

@@ -15,12 +15,18 @@
 
 typedef enum PassResult { PASS_SAME, PASS_CHANGED, PASS_FAILED } PassResult;
 
+typedef struct PassPlaceOptions PassPlaceOptions;
+
 typedef struct PassCtx {
     Arena scratch;                /* reset after each pass */
     Status *st;
+    const PassPlaceOptions *place; /* placement passes only (REQ_PLACEMENT) */
 } PassCtx;
 
-enum { REQ_NONE = 0, REQ_TOPO = 1, REQ_SHAPES = 2 };
+/* REQ_PLACEMENT: the pass runs only when PipelineOptions.place is set
+ * (placement requested); otherwise it is not part of the pipeline at all
+ * (not run, not numbered in dumps). */
+enum { REQ_NONE = 0, REQ_TOPO = 1, REQ_SHAPES = 2, REQ_PLACEMENT = 4 };
 enum { INV_NONE = 0, INV_PLAN = 1 };
 
 typedef struct PassInfo {
@@ -70,6 +76,132 @@ PassResult pass_pack(IrGraph *g, PassCtx *cx);
 PassResult pass_memplan(IrGraph *g, PassCtx *cx);
 #define PASS_OFFSET_FUSED ((int64_t)-2)
 
+/* grad.c, grad_rules.c, optim.c: gradient construction (training,
+ * docs/training.md "Gradient construction").  Not a pipeline pass: the
+ * driver calls pass_grad_build after import, before pass_run_pipeline.
+ * Reverse mode over the top-level graph: adjoints are propagated from the
+ * loss to the differentiated values in reverse node order by one rule per
+ * primitive (grad_rules.c) and summed over consumers; the new nodes are
+ * appended (the node list stays topological).  Errors name the TF node:
+ * "no gradient rule for 'topk' (node 'x')". */
+typedef enum GradOptimizerKind { GRAD_SGD, GRAD_MOMENTUM, GRAD_ADAM } GradOptimizerKind;
+typedef struct GradOptions {
+    GradOptimizerKind kind;
+    double lr;                    /* learning rate (all) */
+    double momentum;              /* momentum (default 0.9) */
+    bool nesterov;                /* momentum: Nesterov's variant */
+    double beta1, beta2, epsilon; /* adam (defaults 0.9, 0.999, 1e-8 as TF1's AdamOptimizer) */
+    const char *loss_name;        /* for messages ("loss:0"); NULL: the loss node's origin */
+} GradOptions;
+/* Parses "sgd:lr=X", "momentum:lr=X[,momentum=M][,nesterov=0|1]",
+ * "adam:lr=X[,beta1=..][,beta2=..][,epsilon=..]" into o (defaults filled);
+ * an unknown optimizer or key, a missing lr or a bad number is an error. */
+bool pass_grad_parse_optimizer(const char *spec, GradOptions *o, Status *st);
+/* grads[i] = d loss / d wrt[i] (same type as wrt[i]); loss must be a float
+ * value with one element.  A wrt value no differentiable path connects to
+ * the loss gets zeros and has_path[i] = false (has_path may be NULL). */
+bool pass_grad_values(IrGraph *g, IrValue loss, const IrValue *wrt, int n_wrt, IrValue *grads, bool *has_path,
+                      Status *st);
+/* Differentiates loss with respect to every trainable VARIABLE (p.i[0] = 1)
+ * it depends on and adds the optimizer's update: one ASSIGN per updated
+ * variable (slot variables "<var>/Momentum", "<var>/Adam", "<var>/Adam_1",
+ * and "beta1_power"/"beta2_power" as TF1's optimizers).  Errors: a loss that
+ * is not a float scalar, no trainable variable, a variable with no gradient
+ * path, a variable the graph already assigns, a primitive without a rule. */
+bool pass_grad_build(IrGraph *g, IrValue loss, const GradOptions *o, Status *st);
+/* --trainable: turns float CONST nodes into trainable VARIABLEs initialized
+ * with their values.  spec "all": every float constant with >= 2 elements
+ * that feeds a matmul, a conv2d or a bias add (possibly through a reshape);
+ * otherwise a comma-separated list of TF node names (the CONST's origin),
+ * each of which must name a float constant. */
+bool pass_grad_trainable(IrGraph *g, const char *spec, Status *st);
+/* Whether op has a gradient rule (*nodiff: it passes no gradient). */
+bool pass_grad_has_rule(Op op, bool *nodiff);
+
+/* ---- place.c, partition.c: devices (docs/devices.md) ----
+ * Run only when placement is requested (REQ_PLACEMENT rows, after dce).
+ * place: every live top-level node except CONST (weights are on every
+ * device) gets n->device = its assigned device, canonical.  Rules, in
+ * order: a --device-map pattern matching the node's TF name (the last
+ * match wins) or the node's own request (NodeDef.device), completed with
+ * the local task /job:localhost/replica:0/task:0; colocation groups (TF
+ * `_class` "loc:@x", a VARIABLE with its ASSIGNs) merge their members'
+ * requests (a conflict is an error naming both nodes); the request picks
+ * the cluster devices it matches (none: an error); kernel availability
+ * (pass_place_supports) filters them, and when none is left the group is
+ * soft-placed on its task's CPU:0 (reported); several left, or no request:
+ * --default-device, else a feed's ARG goes to the host CPU:0, else the cost
+ * model: the TensorFlow paper's greedy simulation picks the device where
+ * the node would finish first (compute time from FLOPs and bytes per
+ * device type, plus transfer time of inputs from other devices).
+ * The cluster: the local CPU:0, every --devices entry, the default device,
+ * the --device-map devices, and any local CPU:N a node requests. */
+typedef struct PassDeviceMap {
+    const char *pattern;          /* glob (fnmatch) over TF node names */
+    const char *device;           /* device string, partial allowed */
+} PassDeviceMap;
+
+typedef enum PassPlaceWhy {
+    PLACE_REQUESTED,              /* the node's own device request */
+    PLACE_MAPPED,                 /* --device-map */
+    PLACE_COLOCATED,              /* a colocation group member's request */
+    PLACE_DEFAULT,                /* --default-device */
+    PLACE_HOST,                   /* a feed: host memory */
+    PLACE_SOFT,                   /* soft placement: no kernel on the requested device */
+    PLACE_COST,                   /* the cost model */
+} PassPlaceWhy;
+
+typedef struct PassPlaceEntry {
+    const IrNode *node;
+    int device;                   /* index into PassPlaceReport.devices */
+    PassPlaceWhy why;
+    const char *detail;           /* "colocated with 'v'", "no GPU kernel for op nms", ... */
+} PassPlaceEntry;
+
+typedef struct PassPlaceReport {
+    const char **devices;         /* the cluster, canonical names */
+    int n_devices;
+    PassPlaceEntry *entries;      /* one per placed node, in node order */
+    int n_entries;
+    int n_soft;                   /* soft placements among them */
+    double est_seconds;           /* simulated makespan of the placement (cost model) */
+    /* partition: */
+    int n_pairs;                  /* SEND/RECV pairs */
+    const char **keys;            /* their rendezvous keys, in order */
+    int64_t peak_asap, peak_alap; /* peak live bytes, RECVs as early / as late as possible */
+} PassPlaceReport;
+
+struct PassPlaceOptions {
+    const char *default_device;   /* --default-device, or NULL */
+    const char *const *devices;   /* --devices: devices of the cluster */
+    int n_devices;
+    const PassDeviceMap *map;     /* --device-map, in command-line order */
+    int n_map;
+    bool for_codegen;             /* partition: devices this build cannot run are errors */
+    PassPlaceReport *report;      /* filled when set (strings owned by the graph) */
+};
+
+PassResult pass_place(IrGraph *g, PassCtx *cx);
+/* partition.c: every data edge between nodes on different devices becomes
+ * producer -> SEND -> RECV -> consumers, one pair per (tensor, destination
+ * device), so each device receives a tensor once; the key is
+ * "src;dst;edge_<id>_<tf name>:<index>" (unique).  A fetched value not on
+ * the host CPU:0 is received there.  SENDs follow their producer (as soon
+ * as possible), RECVs precede their first consumer (as late as possible);
+ * the report gets the peak live bytes of both orders.  With for_codegen, a
+ * node on a GPU ("this tfcc has no CUDA backend") or on another task is an
+ * error.  The partitions stay one IrGraph: each node's device annotates it. */
+PassResult pass_partition(IrGraph *g, PassCtx *cx);
+/* Whether a device of type `type` ("CPU", "GPU") has a kernel for op. */
+bool pass_place_supports(Op op, const char *type);
+/* The cost model's estimates in seconds: one node on a device type, and
+ * moving `bytes` between two devices (canonical names). */
+double pass_place_node_seconds(const IrNode *n, const char *type);
+double pass_place_transfer_seconds(int64_t bytes, const char *src, const char *dst);
+/* Clears every node's device in g's tree (compiling without placement
+ * ignores the model's requests, as before placement existed). */
+void pass_clear_devices(IrGraph *g);
+
 const PassInfo *pass_pipeline(int *n);
 const PassInfo *pass_find(const char *name);
 
@@ -79,6 +211,7 @@ typedef struct PipelineOptions {
     bool verify_each;
     const char *const *disabled;  /* pass names to skip */
     int n_disabled;
+    const PassPlaceOptions *place; /* NULL: no placement (REQ_PLACEMENT passes left out) */
 } PipelineOptions;
 
 bool pass_run_pipeline(IrGraph *g, const PipelineOptions *o, Status *st);

@@ -8,7 +8,10 @@
  * "after pass 'cse': <verifier message>"; and with dump_after equal to the
  * pass name or "all" writes dump_dir/NN-<pass>.ir (ir_print with data
  * summarized) and NN-<pass>.dot, where NN is the pass's 1-based position in
- * the table.  Unknown pass names in the options are errors.  Passes
+ * the pipeline.  Unknown pass names in the options are errors.
+ * The placement passes (place, partition; REQ_PLACEMENT) are a table of
+ * their own, run after dce only when PipelineOptions.place is set; without
+ * it the pipeline, its dump numbers and the output are as before.  Passes
  * themselves never print, read flags or the environment.
  * Regions (ir.h): each pass runs on every graph of the region tree, in
  * post-order (a region op's regions, innermost first, before the graph that
@@ -38,6 +41,15 @@ static const PassInfo pipeline[] = {
     {"memplan", pass_memplan, REQ_TOPO | REQ_SHAPES, INV_NONE},
 };
 
+/* Placement (docs/devices.md): part of the pipeline only when
+ * PipelineOptions.place is set, right after PLACEMENT_AFTER. */
+static const PassInfo placement[] = {
+    {"place", pass_place, REQ_TOPO | REQ_SHAPES | REQ_PLACEMENT, INV_PLAN},
+    {"partition", pass_partition, REQ_TOPO | REQ_SHAPES | REQ_PLACEMENT, INV_PLAN},
+};
+#define PLACEMENT_AFTER "dce"
+#define N_PLACEMENT ((int)(sizeof placement / sizeof placement[0]))
+
 const PassInfo *pass_pipeline(int *n)
 {
     if (n)
@@ -52,6 +64,9 @@ const PassInfo *pass_find(const char *name)
     for (size_t i = 0; i < sizeof pipeline / sizeof pipeline[0]; i++)
         if (strcmp(pipeline[i].name, name) == 0)
             return &pipeline[i];
+    for (int i = 0; i < N_PLACEMENT; i++)
+        if (strcmp(placement[i].name, name) == 0)
+            return &placement[i];
     return NULL;
 }
 
@@ -186,7 +201,7 @@ static bool collect_tree(IrGraph *g, GraphList *l, Arena *ar, int depth, Status 
 
 /* Runs one pass on every graph of g's tree (post-order); PASS_CHANGED if it
  * changed any. */
-static PassResult run_on_tree(const PassInfo *pi, IrGraph *g, Status *st)
+static PassResult run_on_tree(const PassInfo *pi, IrGraph *g, const PipelineOptions *o, Status *st)
 {
     Arena list_ar;
     arena_init(&list_ar, g->arena.a);
@@ -198,6 +213,7 @@ static PassResult run_on_tree(const PassInfo *pi, IrGraph *g, Status *st)
         PassCtx cx;
         arena_init(&cx.scratch, g->arena.a);
         cx.st = st;
+        cx.place = o ? o->place : NULL;
         PassResult r = pi->fn(l.items[i], &cx);
         arena_reset(&cx.scratch);
         if (r == PASS_FAILED || !st_ok(st))
@@ -215,17 +231,25 @@ bool pass_run_pipeline(IrGraph *g, const PipelineOptions *o, Status *st)
         return false;
     if (o && !check_names(o, st))
         return false;
-    int n;
-    const PassInfo *table = pass_pipeline(&n);
+    int n_table;
+    const PassInfo *table = pass_pipeline(&n_table);
+    const PassInfo *run[32]; /* this run's passes: the table, plus placement when requested */
+    int n = 0;
+    for (int i = 0; i < n_table && n < 32 - N_PLACEMENT; i++) {
+        run[n++] = &table[i];
+        if (o && o->place && !strcmp(table[i].name, PLACEMENT_AFTER))
+            for (int k = 0; k < N_PLACEMENT; k++)
+                run[n++] = &placement[k];
+    }
     bool verify = true;
 #ifdef NDEBUG
     verify = o && o->verify_each;
 #endif
     for (int i = 0; i < n; i++) {
-        const PassInfo *pi = &table[i];
+        const PassInfo *pi = run[i];
         if (is_disabled(o, pi->name))
             continue;
-        PassResult r = run_on_tree(pi, g, st);
+        PassResult r = run_on_tree(pi, g, o, st);
         if (r == PASS_FAILED || !st_ok(st)) {
             if (st_ok(st))
                 st_errorf(st, ST_ERROR, "pass '%s' failed", pi->name);

@@ -1,29 +1,56 @@
-/* main.c - the standalone executable's main(): feeds from .npy, fetches to .npy.
+/* main.c - the standalone executable's main(): feeds from .npy, fetches to
+ * .npy, and training runs (steps, batches, checkpoints) for models with
+ * variables (docs/training.md, "Running a training executable").
  *
  * Algorithm:
  *   1. parse flags (--feed NAME=FILE.npy repeatable, --out-dir DIR,
- *      --repeat N, --threads N, --help; "--flag=value" also accepted);
+ *      --repeat N, --threads N, --steps N, --log-every K, --save PREFIX,
+ *      --save-every K, --restore PREFIX, --help; "--flag=value" also
+ *      accepted) and check their combinations;
  *   2. match every feed name to an arg ("x" and "x:0" are the same name),
  *      reject unknown or repeated names and report missing feeds, and check
  *      that no two results map to the same output file, all before any file
  *      is read;
  *   3. read each .npy with tcrt_npy_read_feed: dtype and shape are checked
  *      exactly against the signature from the header, before the data is
- *      allocated or read; then the byte size (tcrt_check_feed);
- *   4. allocate the 64-byte-aligned arena, copy feeds to their offsets, run
- *      (with --repeat: one warm-up run and N timed runs, feeds copied again
- *      before each run outside the timing, median printed as median_ms=X);
- *   5. create the output folder and write each result atomically; on a
+ *      allocated or read; then the byte size (tcrt_check_feed).  With
+ *      --steps a file of the arg's dtype whose first dimension is k times
+ *      the arg's (k >= 1, the other dims equal) is read whole and holds k
+ *      batches;
+ *   4. allocate the 64-byte-aligned arena, load the variables' initial
+ *      values (tcrt_vars_init), then with --restore the variables and the
+ *      global step from the checkpoint;
+ *   5. run: without --steps once (with --repeat: one warm-up run and N timed
+ *      runs, median printed as median_ms=X); with --steps N the global steps
+ *      S..N-1 after the restored step S, step i copying batch i mod k of each
+ *      batched feed (every feed is copied again before each run, outside the
+ *      timing).  After every successful run the assigned values are
+ *      committed (tcrt_vars_commit).  With --steps, every K steps (and after
+ *      the last) a line "step=S NAME=VALUE ..." gives each float32/float64
+ *      one-element result (%.9g / %.17g: the value the step computed, the
+ *      loss before its update); --save writes the checkpoint (every variable
+ *      by name plus "tfcc/global_step", int64) every --save-every K steps
+ *      and after the last step as PREFIX-S, then points PREFIX.latest at it
+ *      (tcrt_ckpt_write_step: a kill at any moment leaves the pointer on a
+ *      complete checkpoint; the two newest are kept) ("saved step=S
+ *      PREFIX-S"); --restore PREFIX reads the checkpoint PREFIX.latest
+ *      names, or PREFIX itself when there is no pointer;
+ *   6. create the output folder and write each result atomically; on a
  *      failure the results already written by this call are removed.
- * Exit codes: 0 ok, 1 runtime or I/O error (malformed .npy included),
- * 2 usage error (bad flags, feed names, dtypes or shapes).  Every error goes
- * to stderr as "error: ...", naming the feed or result and the file.
+ * Exit codes: 0 ok, 1 runtime or I/O error (malformed .npy, a missing or
+ * corrupt checkpoint included), 2 usage error (bad flags, feed names,
+ * dtypes or shapes).  Every error goes to stderr as "error: ...", naming the
+ * feed or result and the file.
  * Invariants: the descriptor is checked (tcrt_check_model) before anything
- * else; nothing is written unless every check passed and run returned
- * TCRT_OK; the arena is only touched with feeds that passed their checks;
- * this function returns, it never exits or aborts.
+ * else; results are written only after every run returned TCRT_OK (a
+ * checkpoint saved before a failing step stays: it is a complete earlier
+ * state); the arena is only touched with feeds that passed their checks;
+ * the global step after a run is the number of steps the state has seen, so
+ * a resumed run continues the same batch sequence; this function returns,
+ * it never exits or aborts.
  */
 #include "tcrt.h"
+#include "tcrt_ckpt.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -34,6 +61,9 @@
 #include <time.h>
 
 enum { EXIT_OK = 0, EXIT_RUN = 1, EXIT_USAGE = 2 };
+
+/* The checkpoint entry holding the global step (int64 scalar). */
+#define GLOBAL_STEP_KEY "tfcc/global_step"
 
 static void errorf(const char *fmt, ...)
 {
@@ -82,17 +112,33 @@ static void print_signature(const tcrt_model *m, FILE *o)
         fmt_sig(sig, sizeof sig, m->results[i].dtype, m->results[i].rank, m->results[i].dims);
         fprintf(o, "  %s %s\n", m->results[i].name, sig);
     }
+    if (m->n_vars > 0) {
+        fprintf(o, "variables:\n");
+        for (int i = 0; i < m->n_vars; i++) {
+            fmt_sig(sig, sizeof sig, m->vars[i].dtype, m->vars[i].rank, m->vars[i].dims);
+            fprintf(o, "  %s %s%s\n", m->vars[i].name, sig, m->vars[i].new_offset >= 0 ? " (assigned)" : "");
+        }
+    }
 }
 
 static void usage(const char *prog, const tcrt_model *m, FILE *o)
 {
-    fprintf(o,
-            "usage: %s [--feed NAME=FILE.npy]... [--out-dir DIR] [--repeat N] [--threads N] [--help]\n"
-            "  --feed NAME=FILE.npy  one per arg (NAME 'x' and 'x:0' are the same)\n"
-            "  --out-dir DIR         where results are written as NAME.npy (default .)\n"
-            "  --repeat N            one warm-up run, then N timed runs; prints median_ms=X\n"
-            "  --threads N           threads for the kernels that use them\n",
-            prog);
+    fprintf(
+        o,
+        "usage: %s [--feed NAME=FILE.npy]... [--out-dir DIR] [--repeat N] [--threads N]\n"
+        "       [--steps N [--log-every K]] [--save PREFIX [--save-every K]] [--restore PREFIX] [--help]\n"
+        "  --feed NAME=FILE.npy  one per arg (NAME 'x' and 'x:0' are the same); with --steps the\n"
+        "                        file may hold k batches: first dim k times the arg's, step i uses i mod k\n"
+        "  --out-dir DIR         where results are written as NAME.npy (default .)\n"
+        "  --repeat N            one warm-up run, then N timed runs; prints median_ms=X\n"
+        "  --threads N           threads for the kernels that use them\n"
+        "  --steps N             train until the global step is N (N runs, fewer after --restore)\n"
+        "  --log-every K         print step=S and every scalar float result each K steps\n"
+        "                        (default: every step when N <= 20, else every N/10 steps)\n"
+        "  --save PREFIX         write a checkpoint PREFIX-STEP after the last step; PREFIX.latest names it\n"
+        "  --save-every K        ... and every K steps\n"
+        "  --restore PREFIX      load the variables and the global step (PREFIX.latest's checkpoint, else PREFIX)\n",
+        prog);
     print_signature(m, o);
 }
 
@@ -172,6 +218,156 @@ static bool check_result_files(const tcrt_model *m)
     return true;
 }
 
+/* ---- training: batches, log lines, checkpoints ---- */
+
+/* A fed file that did not match the arg exactly (--steps only): read it
+ * whole and accept it as k batches when its first dimension is k times the
+ * arg's and the other dims are equal.  Returns the exit code (EXIT_OK with
+ * *k set and t filled, t->data malloc'ed). */
+static int read_batches(const tcrt_io *io, const char *file, tcrt_tensor *t, int64_t *k)
+{
+    char err[1024];
+    tcrt_status s = tcrt_npy_read(file, t, err, sizeof err);
+    if (s != TCRT_OK) {
+        errorf("feed '%s': %s", io->name, err);
+        return (s == TCRT_ERR_DTYPE || s == TCRT_ERR_SHAPE) ? EXIT_USAGE : EXIT_RUN;
+    }
+    bool ok = t->dtype == io->dtype && io->rank >= 1 && t->rank == io->rank && io->dims[0] >= 1 &&
+              t->dims[0] >= io->dims[0] && t->dims[0] % io->dims[0] == 0;
+    for (int d = 1; ok && d < io->rank; d++)
+        ok = t->dims[d] == io->dims[d];
+    if (ok) {
+        *k = t->dims[0] / io->dims[0];
+        return EXIT_OK;
+    }
+    char want[256], got[256], batched[300];
+    fmt_sig(want, sizeof want, io->dtype, io->rank, io->dims);
+    fmt_sig(got, sizeof got, t->dtype, t->rank, t->dims);
+    if (io->rank >= 1 && io->dims[0] >= 1) {
+        size_t n = (size_t)snprintf(batched, sizeof batched, ", or %s[k*%lld", tcrt_dtype_name(io->dtype),
+                                    (long long)io->dims[0]);
+        for (int d = 1; d < io->rank && n < sizeof batched; d++)
+            n += (size_t)snprintf(batched + n, sizeof batched - n, ",%lld", (long long)io->dims[d]);
+        if (n < sizeof batched)
+            snprintf(batched + n, sizeof batched - n, "] for k batches (--steps)");
+    } else {
+        snprintf(batched, sizeof batched, " (an arg of this shape takes no batches)");
+    }
+    errorf("feed '%s': %s: wrong %s: expected %s%s, got %s", io->name, file,
+           t->dtype != io->dtype ? "dtype" : "shape", want, batched, got);
+    free(t->data);
+    t->data = NULL;
+    return EXIT_USAGE;
+}
+
+/* "step=S NAME=VALUE ..." for every float one-element result. */
+static void log_step(const tcrt_model *m, const uint8_t *arena, int64_t step)
+{
+    printf("step=%lld", (long long)step);
+    for (int j = 0; j < m->n_results; j++) {
+        const tcrt_io *io = &m->results[j];
+        if (io->dtype == TCRT_F32 && io->bytes == sizeof(float)) {
+            float v;
+            memcpy(&v, arena + io->offset, sizeof v);
+            printf(" %s=%.9g", io->name, (double)v);
+        } else if (io->dtype == TCRT_F64 && io->bytes == sizeof(double)) {
+            double v;
+            memcpy(&v, arena + io->offset, sizeof v);
+            printf(" %s=%.17g", io->name, v);
+        }
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* The folder of a checkpoint prefix ("ckpt/model" -> "ckpt"), created. */
+static bool make_prefix_dir(const char *prefix)
+{
+    const char *slash = strrchr(prefix, '/');
+    if (!slash || slash == prefix)
+        return true;
+    char dir[4096];
+    size_t n = (size_t)(slash - prefix);
+    if (n >= sizeof dir)
+        return false;
+    memcpy(dir, prefix, n);
+    dir[n] = 0;
+    return make_dirs(dir);
+}
+
+/* Every variable by name plus the global step; e has n_vars + 1 slots. */
+static bool save_ckpt(const tcrt_model *m, const uint8_t *arena, const char *prefix, int64_t step,
+                      tcrt_ckpt_entry *e)
+{
+    for (int i = 0; i < m->n_vars; i++) {
+        const tcrt_var *v = &m->vars[i];
+        memset(&e[i], 0, sizeof e[i]);
+        e[i].key = v->name;
+        e[i].dtype = v->dtype;
+        e[i].rank = v->rank;
+        for (int d = 0; d < v->rank && d < TCRT_MAX_RANK; d++)
+            e[i].dims[d] = v->dims[d];
+        e[i].bytes = v->bytes;
+        e[i].data = arena + v->offset;
+    }
+    int64_t gs = step;
+    memset(&e[m->n_vars], 0, sizeof e[m->n_vars]);
+    e[m->n_vars].key = GLOBAL_STEP_KEY;
+    e[m->n_vars].dtype = TCRT_I64;
+    e[m->n_vars].bytes = sizeof gs;
+    e[m->n_vars].data = &gs;
+    char err[1024];
+    if (tcrt_ckpt_write_step(prefix, step, e, m->n_vars + 1, 2, err, sizeof err) != TCRT_OK) {
+        errorf("--save %s (step %lld): %s", prefix, (long long)step, err);
+        return false;
+    }
+    printf("saved step=%lld %s-%lld\n", (long long)step, prefix, (long long)step);
+    fflush(stdout);
+    return true;
+}
+
+/* Every variable of m and the global step (0 when the checkpoint has no
+ * "tfcc/global_step": one written by tcrt_model_save or TensorFlow). */
+static bool restore_ckpt(const tcrt_model *m, uint8_t *arena, const char *given, int64_t *step)
+{
+    char err[1024], prefix[4300];
+    *step = 0;
+    if (tcrt_ckpt_resolve(given, prefix, sizeof prefix, err, sizeof err) != TCRT_OK) {
+        errorf("--restore %s: %s", given, err);
+        return false;
+    }
+    if (tcrt_model_restore(m, arena, prefix, err, sizeof err) != TCRT_OK) {
+        errorf("--restore %s: %s", prefix, err);
+        return false;
+    }
+    tcrt_ckpt *ck = NULL;
+    if (tcrt_ckpt_open(prefix, &ck, err, sizeof err) != TCRT_OK) {
+        errorf("--restore %s: %s", prefix, err);
+        return false;
+    }
+    bool ok = true;
+    const tcrt_ckpt_entry *e = tcrt_ckpt_find(ck, GLOBAL_STEP_KEY);
+    if (e) {
+        int64_t gs = -1;
+        if (e->dtype != TCRT_I64 || e->bytes != sizeof gs) {
+            errorf("--restore %s: %s.index: entry '%s' is %s with %zu bytes, expected an int64 scalar",
+                   prefix, prefix, GLOBAL_STEP_KEY, tcrt_dtype_name(e->dtype), e->bytes);
+            ok = false;
+        } else if (tcrt_ckpt_read(ck, e, &gs, sizeof gs, err, sizeof err) != TCRT_OK) {
+            errorf("--restore %s: %s", prefix, err);
+            ok = false;
+        } else if (gs < 0) {
+            errorf("--restore %s: %s.index: entry '%s' is negative (%lld)", prefix, prefix, GLOBAL_STEP_KEY,
+                   (long long)gs);
+            ok = false;
+        } else {
+            *step = gs;
+        }
+    }
+    tcrt_ckpt_close(ck);
+    return ok;
+}
+
 int tcrt_main(const tcrt_model *m, int argc, char **argv)
 {
     const char *prog = argc > 0 && argv[0] ? argv[0] : "model";
@@ -180,13 +376,16 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     int n_args = m->n_args;
     const char **feed_file = calloc((size_t)n_args + 1, sizeof *feed_file);
     tcrt_tensor *feeds = calloc((size_t)n_args + 1, sizeof *feeds);
+    int64_t *n_batches = calloc((size_t)n_args + 1, sizeof *n_batches);
+    tcrt_ckpt_entry *entries = calloc((size_t)m->n_vars + 1, sizeof *entries);
     uint8_t *arena = NULL;
     char **written = calloc((size_t)m->n_results + 1, sizeof *written);
+    double *times = NULL;
     int n_written = 0;
     int rc = EXIT_OK;
-    const char *out_dir = ".";
-    long repeat = 0, threads = 0;
-    if (!feed_file || !feeds || !written) {
+    const char *out_dir = ".", *save = NULL, *restore = NULL;
+    long repeat = 0, threads = 0, steps = 0, log_every = 0, save_every = 0;
+    if (!feed_file || !feeds || !n_batches || !entries || !written) {
         errorf("out of memory");
         rc = EXIT_RUN;
         goto done;
@@ -211,9 +410,13 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
             rc = EXIT_OK;
             goto done;
         }
-        bool known = strcmp(flag, "--feed") == 0 || strcmp(flag, "--out-dir") == 0 ||
-                     strcmp(flag, "--repeat") == 0 || strcmp(flag, "--threads") == 0;
-        if (!known) {
+        static const char *const known[] = {"--feed",    "--out-dir",    "--repeat",
+                                            "--threads", "--steps",      "--log-every",
+                                            "--save",    "--save-every", "--restore"};
+        bool is_known = false;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+            is_known = is_known || strcmp(flag, known[k]) == 0;
+        if (!is_known) {
             errorf("unknown flag '%s' (try --help)", a);
             rc = EXIT_USAGE;
             goto done;
@@ -227,18 +430,30 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
             rc = EXIT_USAGE;
             goto done;
         }
-        if (strcmp(flag, "--out-dir") == 0) {
+        long *count = strcmp(flag, "--repeat") == 0       ? &repeat
+                      : strcmp(flag, "--threads") == 0    ? &threads
+                      : strcmp(flag, "--steps") == 0      ? &steps
+                      : strcmp(flag, "--log-every") == 0  ? &log_every
+                      : strcmp(flag, "--save-every") == 0 ? &save_every
+                                                          : NULL;
+        if (count) {
+            if (!parse_count(flag, val, 1, count)) {
+                rc = EXIT_USAGE;
+                goto done;
+            }
+        } else if (strcmp(flag, "--out-dir") == 0) {
             out_dir = val;
-        } else if (strcmp(flag, "--repeat") == 0) {
-            if (!parse_count(flag, val, 1, &repeat)) {
+        } else if (strcmp(flag, "--save") == 0 || strcmp(flag, "--restore") == 0) {
+            size_t vl = strlen(val);
+            if (vl == 0 || val[vl - 1] == '/') {
+                errorf("%s expects a checkpoint prefix (a file name without .index), got '%s'", flag, val);
                 rc = EXIT_USAGE;
                 goto done;
             }
-        } else if (strcmp(flag, "--threads") == 0) {
-            if (!parse_count(flag, val, 1, &threads)) {
-                rc = EXIT_USAGE;
-                goto done;
-            }
+            if (strcmp(flag, "--save") == 0)
+                save = val;
+            else
+                restore = val;
         } else { /* --feed NAME=FILE */
             const char *feq = strchr(val, '=');
             if (!feq || feq == val || !feq[1]) {
@@ -272,6 +487,24 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
             feed_file[k] = feq + 1;
         }
     }
+    const char *conflict = repeat && steps ? "--repeat (timed inference runs) and --steps (training) cannot "
+                                             "be combined"
+                           : log_every && !steps ? "--log-every needs --steps"
+                           : save_every && !save ? "--save-every needs --save"
+                                                 : NULL;
+    if (conflict) {
+        errorf("%s", conflict);
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    if ((save || restore) && m->n_vars == 0) {
+        errorf("%s: model '%s' has no variables to checkpoint", save ? "--save" : "--restore",
+               m->name ? m->name : "?");
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    if (steps && !log_every)
+        log_every = steps <= 20 ? 1 : steps / 10;
     if (!check_result_files(m)) {
         rc = EXIT_RUN;
         goto done;
@@ -289,7 +522,14 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     for (int j = 0; j < n_args; j++) {
         char err[1024];
         const tcrt_io *io = &m->args[j];
+        n_batches[j] = 1;
         tcrt_status s = tcrt_npy_read_feed(feed_file[j], io, &feeds[j], err, sizeof err);
+        if (s == TCRT_ERR_SHAPE && steps) {
+            rc = read_batches(io, feed_file[j], &feeds[j], &n_batches[j]);
+            if (rc != EXIT_OK)
+                goto done;
+            continue;
+        }
         if (s != TCRT_OK)
             errorf("feed '%s': %s", io->name, err); /* err: "FILE: reason" */
         else if ((s = tcrt_check_feed(io, &feeds[j], err, sizeof err)) != TCRT_OK)
@@ -300,7 +540,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         }
     }
 
-    /* 4. arena and runs */
+    /* 4. arena, state, checkpoint folder */
     if (threads > 0)
         tcrt_set_threads((int)threads);
     size_t abytes = (m->arena_bytes + 63) / 64 * 64;
@@ -317,20 +557,45 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     }
     memset(arena, 0, abytes ? abytes : 64);
     tcrt_vars_init(m, arena);
+    int64_t start = 0;
+    if (restore && !restore_ckpt(m, arena, restore, &start)) {
+        rc = EXIT_RUN;
+        goto done;
+    }
+    if (save && !make_prefix_dir(save)) {
+        errorf("--save %s: cannot create the checkpoint's folder: %s", save, strerror(errno));
+        rc = EXIT_RUN;
+        goto done;
+    }
+    if (steps && start >= steps) {
+        printf(
+            "step=%lld: the restored state is already at --steps %ld; nothing to run, no results written\n",
+            (long long)start, steps);
+        fflush(stdout);
+        goto done;
+    }
+
+    /* 5. runs */
     long n_runs = repeat > 0 ? repeat + 1 : 1;
-    double *times = repeat > 0 ? calloc((size_t)repeat, sizeof *times) : NULL;
+    int64_t end = steps ? (int64_t)steps : start + n_runs;
+    times = repeat > 0 ? calloc((size_t)repeat, sizeof *times) : NULL;
     if (repeat > 0 && !times) {
         errorf("out of memory");
         rc = EXIT_RUN;
         goto done;
     }
-    for (long r = 0; r < n_runs; r++) {
+    double run_ms = 0;
+    for (int64_t step = start; step < end; step++) {
         for (int j = 0; j < n_args; j++) {
             char err[1024];
-            tcrt_status s = tcrt_set_feed(m, arena, j, &feeds[j], err, sizeof err);
+            tcrt_tensor batch = feeds[j];
+            if (n_batches[j] > 1) {
+                batch.dims[0] = m->args[j].dims[0];
+                batch.data = (uint8_t *)feeds[j].data + (size_t)(step % n_batches[j]) * m->args[j].bytes;
+            }
+            tcrt_status s = tcrt_set_feed(m, arena, j, &batch, err, sizeof err);
             if (s != TCRT_OK) {
                 errorf("%s", err);
-                free(times);
                 rc = EXIT_RUN;
                 goto done;
             }
@@ -339,23 +604,39 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         tcrt_status s = m->run(arena);
         double t1 = now_ms();
         if (s != TCRT_OK) {
-            errorf("model '%s' failed: %s (status %d)", m->name ? m->name : "?", tcrt_status_str(s), (int)s);
-            free(times);
+            if (steps)
+                errorf("model '%s' failed at step %lld: %s (status %d)", m->name ? m->name : "?",
+                       (long long)step + 1, tcrt_status_str(s), (int)s);
+            else
+                errorf("model '%s' failed: %s (status %d)", m->name ? m->name : "?", tcrt_status_str(s),
+                       (int)s);
             rc = EXIT_RUN;
             goto done;
         }
         tcrt_vars_commit(m, arena);
-        if (r > 0)
+        run_ms += t1 - t0;
+        long r = (long)(step - start);
+        if (repeat > 0 && r > 0)
             times[r - 1] = t1 - t0;
+        bool last = step + 1 == end;
+        if (steps && ((step + 1) % log_every == 0 || last))
+            log_step(m, arena, step + 1);
+        if (save && ((save_every && (step + 1) % save_every == 0) || last) &&
+            !save_ckpt(m, arena, save, step + 1, entries)) {
+            rc = EXIT_RUN;
+            goto done;
+        }
     }
     if (repeat > 0) {
         qsort(times, (size_t)repeat, sizeof *times, cmp_double);
         double med = repeat % 2 ? times[repeat / 2] : (times[repeat / 2 - 1] + times[repeat / 2]) / 2;
         printf("median_ms=%.3f\n", med);
-        free(times);
     }
+    if (steps)
+        printf("trained step=%lld steps_run=%lld ms_per_step=%.4f\n", (long long)end,
+               (long long)(end - start), run_ms / (double)(end - start));
 
-    /* 5. results */
+    /* 6. results */
     if (!make_dirs(out_dir)) {
         errorf("cannot create output folder '%s': %s", out_dir, strerror(errno));
         rc = EXIT_RUN;
@@ -399,6 +680,9 @@ done:
         for (int j = 0; j < n_args; j++)
             free(feeds[j].data);
     free(feeds);
+    free(n_batches);
+    free(entries);
+    free(times);
     free((void *)feed_file);
     free(arena);
     return rc;

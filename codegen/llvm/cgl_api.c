@@ -3,11 +3,19 @@
  *   NAME_args, NAME_results   internal constant tcrt_io arrays (name, dtype,
  *                             rank, dims, bytes, arena offset);
  *   NAME_model                the global tcrt_model, run = NAME_run_arena;
+ *   NAME_vars                 internal constant tcrt_var array (name, dtype,
+ *                             rank, dims, bytes, state offset, initial value
+ *                             in the weights, the ASSIGN's output or -1,
+ *                             trainable), one row per VARIABLE in node order;
  *   NAME_size/new/free/init/run/signature/arg/result/set_arg and the typed
  *   accessors NAME_arg_<ident>, NAME_arg<i>, NAME_result_<ident>,
- *   NAME_result<i> (idents made as the C backend makes them).
+ *   NAME_result<i>; for a model with variables NAME_var(m, i) and
+ *   NAME_var_<ident> (idents made as the C backend makes them).
  * struct NAME is { uint8_t *arena; int owns_arena; }; NAME_new uses malloc
  * and aligned_alloc(64, arena rounded up to 64), as the C code does.
+ * State (docs/training.md): NAME_new and NAME_init load the initial values
+ * (tcrt_vars_init), NAME_run commits the assigned ones after a successful
+ * run (tcrt_vars_commit), as the C backend's code does.
  */
 #include "codegen/llvm/cgl_int.h"
 
@@ -53,6 +61,53 @@ static LLVMValueRef io_table(CglCtx *c, const char *what, const CgIo *io, int n)
     return gv;
 }
 
+/* NAME_vars: the tcrt_var table (runtime/include/tcrt.h), as the C
+ * backend's emit_var_table writes it; *row_t gets the row type. */
+static LLVMValueRef var_table(CglCtx *c, const CgIo *vars, int n, LLVMTypeRef *row_t)
+{
+    /* name, dtype, rank, dims, bytes, offset, init_offset, new_offset, trainable */
+    LLVMTypeRef vf[9] = {c->ptr, c->i32, c->i32, LLVMArrayType2(c->i64, TCRT_MAX_RANK), c->i64, c->i64,
+                         c->i64, c->i64, c->i32};
+    *row_t = LLVMStructTypeInContext(c->ctx, vf, 9, false);
+    if (n == 0)
+        return LLVMConstNull(c->ptr);
+    LLVMValueRef *rows = xx_malloc(sizeof(LLVMValueRef) * (size_t)n);
+    if (!rows)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        const IrNode *v = vars[i].value.node;
+        const IrType *t = &v->out[0].type;
+        int64_t assigned = -1;
+        IR_FOR_EACH(c->g, a)
+        {
+            if (a->op == OP_ASSIGN && a->inputs[0].node == v)
+                assigned = a->out[0].offset;
+        }
+        LLVMValueRef dv[TCRT_MAX_RANK];
+        for (int d = 0; d < TCRT_MAX_RANK; d++)
+            dv[d] = cgl_i64(c, d < t->shape.rank ? t->shape.dims[d] : 0);
+        LLVMValueRef f[9] = {cstring(c, vars[i].name ? vars[i].name : ""),
+                             cgl_i32(c, (int)t->dtype),
+                             cgl_i32(c, t->shape.rank),
+                             LLVMConstArray2(c->i64, dv, TCRT_MAX_RANK),
+                             cgl_i64(c, (int64_t)ir_type_bytes(t)),
+                             cgl_i64(c, v->out[0].offset),
+                             cgl_i64(c, v->inputs[0].node->out[0].offset),
+                             cgl_i64(c, assigned),
+                             cgl_i32(c, v->p.i[0] ? 1 : 0)};
+        rows[i] = LLVMConstNamedStruct(*row_t, f, 9);
+    }
+    LLVMValueRef init = LLVMConstArray2(*row_t, rows, (uint64_t)n);
+    xx_free(rows);
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s_vars", c->name);
+    LLVMValueRef gv = LLVMAddGlobal(c->mod, LLVMTypeOf(init), nm);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetLinkage(gv, LLVMInternalLinkage);
+    return gv;
+}
+
 /* A new external function NAME_<suffix> with its entry block, builder at its end. */
 static LLVMValueRef api_fn(CglCtx *c, const char *suffix, LLVMTypeRef ret, LLVMTypeRef *ps, unsigned n)
 {
@@ -91,8 +146,10 @@ static LLVMValueRef is_null(CglCtx *c, LLVMValueRef p)
     return LLVMBuildICmp(c->b, LLVMIntEQ, p, LLVMConstNull(c->ptr), "");
 }
 
-/* NAME_arg / NAME_result: m->arena + table[i].offset, NULL when out of range. */
-static LLVMValueRef io_getter(CglCtx *c, LLVMTypeRef st, const char *what, LLVMValueRef table, int n)
+/* NAME_arg / NAME_result / NAME_var: m->arena + table[i].offset (field 5
+ * of a tcrt_io and of a tcrt_var row, of type row_t), NULL when out of range. */
+static LLVMValueRef io_getter(CglCtx *c, LLVMTypeRef st, const char *what, LLVMTypeRef row_t,
+                              LLVMValueRef table, int n)
 {
     LLVMTypeRef ps[2] = {c->ptr, c->i32};
     LLVMValueRef fn = api_fn(c, what, c->ptr, ps, 2);
@@ -108,7 +165,8 @@ static LLVMValueRef io_getter(CglCtx *c, LLVMTypeRef st, const char *what, LLVMV
         return fn;
     }
     LLVMValueRef idx[2] = {LLVMBuildSExt(c->b, i, c->i64, ""), cgl_i32(c, 5)};
-    LLVMValueRef off = LLVMBuildLoad2(c->b, c->i64, LLVMBuildInBoundsGEP2(c->b, c->io_t, table, idx, 2, ""), "");
+    LLVMValueRef off =
+        LLVMBuildLoad2(c->b, c->i64, LLVMBuildInBoundsGEP2(c->b, row_t, table, idx, 2, ""), "");
     LLVMBuildRet(c->b, LLVMBuildInBoundsGEP2(c->b, c->i8, arena, &off, 1, ""));
     return fn;
 }
@@ -138,20 +196,42 @@ bool cgl_emit_api(CglCtx *c)
         args[k] = (CgIo){g->feeds[k].name, {g->feeds[k].arg, 0}, ""};
     for (int k = 0; k < n_results; k++)
         results[k] = (CgIo){g->fetches[k].name, g->fetches[k].value, ""};
-    cg_io_idents(args, n_args);
-    cg_io_idents(results, n_results);
-    LLVMValueRef targs = io_table(c, "args", args, n_args);
-    LLVMValueRef tres = io_table(c, "results", results, n_results);
-    if (!targs || !tres) {
+    int n_vars = 0;
+    IR_FOR_EACH(g, n)
+    {
+        if (n->op == OP_VARIABLE)
+            n_vars++;
+    }
+    CgIo *vars = xx_malloc(sizeof(CgIo) * ((size_t)n_vars + 1));
+    if (!vars) {
         xx_free(args);
         xx_free(results);
+        return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
+    }
+    int n_v = 0;
+    IR_FOR_EACH(g, n)
+    {
+        if (n->op == OP_VARIABLE)
+            vars[n_v++] = (CgIo){n->origin ? n->origin : "var", {n, 0}, ""};
+    }
+    cg_io_idents(vars, n_vars);
+    cg_io_idents(args, n_args);
+    cg_io_idents(results, n_results);
+    LLVMTypeRef var_t;
+    LLVMValueRef targs = io_table(c, "args", args, n_args);
+    LLVMValueRef tres = io_table(c, "results", results, n_results);
+    LLVMValueRef tvars = var_table(c, vars, n_vars, &var_t);
+    if (!targs || !tres || !tvars) {
+        xx_free(args);
+        xx_free(results);
+        xx_free(vars);
         return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
     }
 
     /* NAME_model */
     LLVMValueRef mf[11] = {cstring(c, c->name), cgl_i32(c, n_args), targs, cgl_i32(c, n_results), tres,
                            cgl_i64(c, g->arena_bytes), cgl_i64(c, g->weights_bytes), c->run_arena,
-                           cgl_i32(c, 0), LLVMConstNull(c->ptr), c->weights};
+                           cgl_i32(c, n_vars), tvars, c->weights};
     char nm[160];
     snprintf(nm, sizeof nm, "%s_model", c->name);
     LLVMValueRef model = LLVMAddGlobal(c->mod, c->model_t, nm);
@@ -167,6 +247,9 @@ bool cgl_emit_api(CglCtx *c)
     LLVMValueRef faligned = libc_fn(c, "aligned_alloc", c->ptr, p2, 2);
     LLVMValueRef ffree = libc_fn(c, "free", c->void_t, p1, 1);
     LLVMValueRef null = LLVMConstNull(c->ptr);
+    LLVMTypeRef pv[2] = {c->ptr, c->ptr};
+    LLVMValueRef fvinit = n_vars ? libc_fn(c, "tcrt_vars_init", c->void_t, pv, 2) : NULL;
+    LLVMValueRef fvcommit = n_vars ? libc_fn(c, "tcrt_vars_commit", c->void_t, pv, 2) : NULL;
 
     LLVMValueRef fn = api_fn(c, "size", c->i64, NULL, 0);
     LLVMBuildRet(b, cgl_i64(c, (int64_t)LLVMABISizeOfType(c->td, st)));
@@ -189,6 +272,10 @@ bool cgl_emit_api(CglCtx *c)
     }
     LLVMBuildStore(b, arena, LLVMBuildStructGEP2(b, st, m, 0, ""));
     LLVMBuildStore(b, cgl_i32(c, 1), LLVMBuildStructGEP2(b, st, m, 1, ""));
+    if (fvinit) {
+        LLVMValueRef va[2] = {model, arena};
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(fvinit), fvinit, va, 2, "");
+    }
     LLVMBuildRet(b, m);
 
     fn = api_fn(c, "free", c->void_t, &c->ptr, 1);
@@ -219,6 +306,10 @@ bool cgl_emit_api(CglCtx *c)
         return_if(c, fn, bad, cgl_i32(c, TCRT_ERR_ARG));
         LLVMBuildStore(b, s, LLVMBuildStructGEP2(b, st, mm, 0, ""));
         LLVMBuildStore(b, cgl_i32(c, 0), LLVMBuildStructGEP2(b, st, mm, 1, ""));
+        if (fvinit) {
+            LLVMValueRef va[2] = {model, s};
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(fvinit), fvinit, va, 2, "");
+        }
         LLVMBuildRet(b, cgl_i32(c, TCRT_OK));
     }
 
@@ -228,14 +319,21 @@ bool cgl_emit_api(CglCtx *c)
         return_if(c, fn, is_null(c, mm), cgl_i32(c, TCRT_ERR_ARG));
         LLVMValueRef a = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, st, mm, 0, ""), "");
         return_if(c, fn, is_null(c, a), cgl_i32(c, TCRT_ERR_ARG));
-        LLVMBuildRet(b, LLVMBuildCall2(b, LLVMGlobalGetValueType(c->run_arena), c->run_arena, &a, 1, ""));
+        LLVMValueRef s = LLVMBuildCall2(b, LLVMGlobalGetValueType(c->run_arena), c->run_arena, &a, 1, "");
+        if (fvcommit) {
+            /* commit the assigned values only after a successful run */
+            return_if(c, fn, LLVMBuildICmp(b, LLVMIntNE, s, cgl_i32(c, TCRT_OK), ""), s);
+            LLVMValueRef va[2] = {model, a};
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(fvcommit), fvcommit, va, 2, "");
+        }
+        LLVMBuildRet(b, s);
     }
 
     fn = api_fn(c, "signature", c->ptr, NULL, 0);
     LLVMBuildRet(b, model);
 
-    LLVMValueRef get_arg = io_getter(c, st, "arg", targs, n_args);
-    LLVMValueRef get_result = io_getter(c, st, "result", tres, n_results);
+    LLVMValueRef get_arg = io_getter(c, st, "arg", c->io_t, targs, n_args);
+    LLVMValueRef get_result = io_getter(c, st, "result", c->io_t, tres, n_results);
 
     /* set_arg: tcrt_set_feed(&NAME_model, m ? m->arena : NULL, i, t, err, errlen) */
     LLVMTypeRef ps[5] = {c->ptr, c->i32, c->ptr, c->ptr, c->i64};
@@ -273,7 +371,13 @@ bool cgl_emit_api(CglCtx *c)
         accessor(c, get_result, "result_", results[i].ident, i);
         accessor(c, get_result, "result", num, i);
     }
+    if (n_vars > 0) {
+        LLVMValueRef get_var = io_getter(c, st, "var", var_t, tvars, n_vars);
+        for (int i = 0; i < n_vars; i++)
+            accessor(c, get_var, "var_", vars[i].ident, i);
+    }
     xx_free(args);
     xx_free(results);
+    xx_free(vars);
     return true;
 }

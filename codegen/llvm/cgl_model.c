@@ -13,7 +13,10 @@
  *   NAME_r<R>          internal, i32 (ptr a, ptr w, ptr args): region R of
  *                      the tree (pre-order from 1, as the C backend numbers
  *                      them), its parameter i read through args[i];
- *   NAME_model, NAME_args/results and the API functions (cgl_api.c).
+ *   NAME_model, NAME_args/results/vars and the API functions (cgl_api.c);
+ *                      a VARIABLE is a leaf whose value (the state) lives
+ *                      at its arena offset, an ASSIGN a kernel call, and
+ *                      the state is loaded and committed by the API.
  * A non-OK kernel status returns at once from any depth.  The module is
  * verified (LLVMVerifyModule), optimized with the new pass manager
  * ("default<O3>") for a target machine made from the triple/cpu/features
@@ -451,12 +454,6 @@ bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t
     if (!is_c_ident(o->name) || strlen(o->name) > 64)
         return st_errorf(st, ST_ERROR, "model name '%s' is not a C identifier (at most 64 chars)",
                          o->name ? o->name : "");
-    IR_FOR_EACH(g, n) {
-        if (n->op == OP_VARIABLE)
-            return st_errorf(st, ST_UNSUPPORTED,
-                             "--backend llvm: variable '%s': models with state (training graphs) need --backend c "
-                             "for now", n->origin ? n->origin : "?");
-    }
     init_targets();
     char *err = NULL;
     LLVMTargetRef target;

@@ -72,6 +72,9 @@ int fe_savedmodel_pick(const Tensorflow__SavedModel *sm);
  * candidates when there are several and none is "serving_default".  *key
  * (may be NULL) gets the chosen key.  The result is owned by m. */
 const Tensorflow__SignatureDef *fe_default_signature(const FeModel *m, const char **key, Status *st);
+/* The signature named key (--signature), owned by m; NULL + st listing
+ * the model's keys when there is none. */
+const Tensorflow__SignatureDef *fe_signature(const FeModel *m, const char *key, Status *st);
 /* Sorts meta's signature maps by key (done by fe_load). */
 void fe_metagraph_sort_signatures(Tensorflow__MetaGraphDef *meta);
 

@@ -120,3 +120,34 @@ const Tensorflow__SignatureDef *fe_default_signature(const FeModel *m, const cha
               m->path ? m->path : "<input>", n_cand, list);
     return NULL;
 }
+
+const Tensorflow__SignatureDef *fe_signature(const FeModel *m, const char *key, Status *st)
+{
+    const Tensorflow__MetaGraphDef *mg = m ? m->meta : NULL;
+    const char *path = m && m->path ? m->path : "<input>";
+    if (!mg) {
+        st_errorf(st, ST_ERROR, "%s: --signature %s: the model is a plain GraphDef, it has no signatures",
+                  path, key);
+        return NULL;
+    }
+    const Tensorflow__SignatureDef *found = NULL;
+    for (size_t i = 0; i < mg->n_signature_def; i++) {
+        const Tensorflow__MetaGraphDef__SignatureDefEntry *e = mg->signature_def[i];
+        if (e->key && e->value && !strcmp(e->key, key))
+            found = e->value; /* last duplicate wins */
+    }
+    if (found)
+        return found;
+    char list[1024];
+    size_t at = 0;
+    list[0] = 0;
+    for (size_t i = 0; i < mg->n_signature_def && at < sizeof list; i++) {
+        const Tensorflow__MetaGraphDef__SignatureDefEntry *e = mg->signature_def[i];
+        if (e->key &&
+            (i == 0 || strcmp(mg->signature_def[i - 1]->key ? mg->signature_def[i - 1]->key : "", e->key)))
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s'%s'", at ? ", " : "", e->key);
+    }
+    st_errorf(st, ST_ERROR, "%s: no signature '%s' (the model has %s)", path, key,
+              mg->n_signature_def ? list : "none");
+    return NULL;
+}

@@ -4,6 +4,9 @@
  * everything upstream of them, TensorFlow's partial execution), orders it
  * topologically (rejecting cycles and dangling inputs), and lowers each TF
  * node through one row of the op table (tf_ops_*.c) into IR primitives.
+ * Variables become VARIABLE nodes with their initial values (checkpoint or
+ * initializer) and assignments ASSIGN nodes (tf_ops_state.c; the state
+ * contract is in ir/ops.def "state" and docs/training.md).
  */
 #ifndef COMPILER_TF_H
 #define COMPILER_TF_H
@@ -12,6 +15,7 @@
 
 #include "ir/ir.h"
 #include "tensorflow/core/framework/graph.pb-c.h"
+#include "tensorflow/core/protobuf/meta_graph.pb-c.h"
 
 typedef struct TfFeedSpec {
     const char *name;             /* "input" or "input:0" */
@@ -30,6 +34,20 @@ typedef struct TfImportOptions {
     int n_feeds;
     const char *const *fetches;   /* "Softmax" or "Softmax:0" */
     int n_fetches;
+    /* Run-only targets (TensorFlow's session.run targets, e.g. a training
+     * op "train/GradientDescent"): their data and control-dependency
+     * closure is lowered and every assignment in it stays live (one
+     * training step per run).  Node names. */
+    const char *const *targets;
+    int n_targets;
+    /* Variables' initial values: the TensorBundle checkpoint PREFIX
+     * (PREFIX.index, PREFIX.data-*) first, else the variable's initializer
+     * (evaluated when compiling), else an error.  NULL: no checkpoint. */
+    const char *checkpoint;
+    /* The meta graph the graph came from (its "variables" and
+     * "trainable_variables" collections), or NULL for a plain GraphDef
+     * (then every float variable is trainable). */
+    const Tensorflow__MetaGraphDef *meta;
 } TfImportOptions;
 
 /* Returns the lowered graph (free with ir_graph_free) or NULL with st set. */

@@ -19,7 +19,14 @@
  *      edges guard training-time side effects we never run), except on a
  *      node without data inputs whose control input is a control-flow pivot
  *      (a Switch/Merge/Enter..., or an Identity of one): that edge places a
- *      branch or loop constant in its cond branch or loop frame.
+ *      branch or loop constant in its cond branch or loop frame.  Targets
+ *      (TfImportOptions.targets, --train-op) are walked first, and in their
+ *      closure every control input is followed (TensorFlow runs them).  A
+ *      control input that assigns a variable the node reads (directly, or
+ *      a NoOp grouping such assignments) is followed too: the node reads
+ *      the new value ("read after assign", see "variables").  Then the
+ *      initializers of the needed variables the checkpoint lacks are
+ *      walked as roots of their own.
  *   4. Look every needed op up in the tables (core rows here, then
  *      tf_ops_nn, tf_ops_array, tf_ops_func, tf_ops_list) and report every
  *      unsupported op type in one run before failing.
@@ -59,6 +66,12 @@
  *      (Shape -> StridedSlice -> Pack -> Reshape) become constants as they
  *      are built; small constants are copied into regions, not passed.
  *   7. Register the fetches under the names the user wrote.
+ * Variables (section "variables"): scan_state finds, before the walk, each
+ * variable's checkpoint key (the saver's restore subgraph), initializer
+ * and trainable flag; tf_state_variable makes its VARIABLE with the
+ * initial value (checkpoint, else the initializer lowered in the root
+ * context and evaluated by eval_init); tf_state_assign remembers each
+ * ASSIGN and the TF node that made it, for read-after-assign.
  *
  * Invariants: in every context a node is lowered after all its data
  * producers; a region reads the enclosing graph only through its
@@ -70,6 +83,7 @@
 #include <string.h>
 
 #include "compiler/tf/tf_int.h"
+#include "tcrt_ckpt.h"
 
 static const TfOpRow *find_row(const char *op);
 
@@ -228,6 +242,10 @@ static const TfOpRow *find_row(const char *op)
         r = find_in(tf_ops_func, op);
     if (!r)
         r = find_in(tf_ops_list, op);
+    if (!r)
+        r = find_in(tf_ops_state, op);
+    if (!r)
+        r = find_in(tf_ops_grad, op);
     return r;
 }
 
@@ -244,7 +262,8 @@ static int cmp_row(const void *a, const void *b)
 
 void tf_ops_foreach(void (*fn)(const TfOpDoc *d, void *ud), void *ud)
 {
-    const TfOpRow *tables[] = {core_ops, tf_ops_nn, tf_ops_array, tf_ops_func, tf_ops_list};
+    const TfOpRow *tables[] = {core_ops,    tf_ops_nn,    tf_ops_array, tf_ops_func,
+                               tf_ops_list, tf_ops_state, tf_ops_grad};
     const size_t n_tables = sizeof tables / sizeof tables[0];
     size_t n = 0;
     for (size_t t = 0; t < n_tables; t++)
@@ -415,6 +434,7 @@ typedef struct NodeInfo {
     unsigned char cf;    /* CF_* */
     unsigned char role;  /* ROLE_* */
     bool deferred;       /* a NextIteration queued as a walk root */
+    bool run;            /* reached from a target: every control input is followed */
     const TfOpRow *row;
     int pos;    /* index in the order, -1 when not needed */
     int n_data; /* data inputs in the NodeDef */
@@ -471,7 +491,28 @@ typedef struct Importer {
     IrValue *in_buf; /* row lowering: inputs, outputs */
     int cap_in;
     IrValue *out_buf;
+    /* variables (see "variables" below); arrays per GraphDef node */
+    TfState *state;
+    struct Ctx *root;         /* the top-level context */
+    int cur_node;             /* the node lower_plain is lowering */
+    IrValue *var_value;       /* a variable node's VARIABLE ({NULL,0} until made) */
+    int *init_node, *init_k;  /* its initializer's value tensor (-1: none) */
+    unsigned char *init_how;  /* 0 none, 1 an Assign, 2 "<var>/Assign", 3 the VariableDef, 4 ambiguous */
+    const char **ckpt_key;    /* its key, from the saver's restore subgraph */
+    unsigned char *trainable; /* listed in the trainable_variables collection */
+    bool has_trainable;       /* the meta graph has that collection */
+    unsigned char *making;    /* initial value being computed (cycle guard) */
+    void *ckpt;               /* tcrt_ckpt of o->checkpoint, or NULL */
+    const char *ckpt_err;     /* why o->checkpoint did not open (reported when a variable needs it) */
+    IMap assign_of;           /* VARIABLE node id -> assigns[] */
+    IrNode **assigns;         /* the ASSIGN ... */
+    int *assign_tf;           /* ... and the TF node that made it */
+    int n_assigns, cap_assigns, cap_assign_tf;
 } Importer;
+
+struct TfState {
+    Importer *im;
+};
 
 static const char *node_name(const Tensorflow__NodeDef *nd)
 {
@@ -565,6 +606,8 @@ static const Tensorflow__AttrValue *node_attr(const Tensorflow__NodeDef *nd, con
     return NULL;
 }
 
+static bool stamp_device(Importer *im, IrGraph *g, int from, const Tensorflow__NodeDef *nd);
+
 /* Reads a TensorShapeProto; *known is false for unknown rank or a -1 dim. */
 static bool read_shape(const Tensorflow__TensorShapeProto *sp, IrShape *s, bool *known)
 {
@@ -614,7 +657,7 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
     IrType t;
     t.dtype = spec->dtype;
     if (t.dtype == TCRT_INVALID) {
-        TfCtx c = {im->g, o->file, nd, NULL, im->st, im->gd->library};
+        TfCtx c = {im->g, o->file, nd, NULL, im->st, im->gd->library, im->state};
         const char *attr = tf_attr_has(&c, "dtype") ? "dtype" : tf_attr_has(&c, "T") ? "T" : NULL;
         if (!attr)
             return imp_errorf(o, im->st,
@@ -699,6 +742,8 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
             v = ir_cast(im->g, v, t.dtype, im->st);
     } else {
         v = ir_add_feed(im->g, spec->name, &t, im->st);
+        if (v.node && !stamp_device(im, im->g, im->g->n_nodes - 1, nd))
+            return false;
     }
     if (!v.node)
         return false;
@@ -711,6 +756,9 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
 }
 
 /* ---- the walk ---- */
+
+static bool ctl_runs(Importer *im, int n, int j);
+static bool in_checkpoint(Importer *im, int j);
 
 typedef struct Frame {
     int node;
@@ -769,8 +817,8 @@ static bool expand(Importer *im, int j)
     ni->n_data = n_data;
     ni->in_node = arena_alloc(&im->scratch, (size_t)(n_data + 1) * sizeof(int));
     ni->in_idx = arena_alloc(&im->scratch, (size_t)(n_data + 1) * sizeof(int));
-    ni->ctl = n_data == 0 ? arena_alloc(&im->scratch, (size_t)(n_ctl + 1) * sizeof(int)) : NULL;
-    if (!ni->in_node || !ni->in_idx || (n_data == 0 && !ni->ctl))
+    ni->ctl = arena_alloc(&im->scratch, (size_t)(n_ctl + 1) * sizeof(int));
+    if (!ni->in_node || !ni->in_idx || !ni->ctl)
         return nomem(im);
     return true;
 }
@@ -809,13 +857,19 @@ static bool walk_from(Importer *im, Frame *stack, int root)
             j = map_find(&im->map, gd, in + 1);
             if (j < 0)
                 return dangling(im, nd, pos, in);
-            if (ni->n_data > 0 || im->info[j].state == 1 || !is_pivot(im, j))
+            /* followed: everything in a target's closure; an assignment
+             * (or a group of them) the node must run after; a pivot */
+            bool run = ni->run || ctl_runs(im, fr->node, j);
+            if (im->info[j].state == 1 || (!run && (ni->n_data > 0 || !is_pivot(im, j))))
                 continue;
             if (!st_ok(im->st))
                 return false;
             ni->ctl[ni->n_ctl++] = j;
-            if (im->info[j].state == 0 && !push_node(im, stack, &sp, j))
-                return false;
+            if (im->info[j].state == 0) {
+                im->info[j].run = run;
+                if (!push_node(im, stack, &sp, j))
+                    return false;
+            }
             continue;
         }
         if (!resolve(im, in, &j, &k))
@@ -841,8 +895,11 @@ static bool walk_from(Importer *im, Frame *stack, int root)
         if (im->info[j].state == 1)
             return imp_errorf(im->o, im->st, "graph has a cycle through node '%s' (%s)",
                               node_name(gd->node[j]), node_op(gd->node[j]));
-        if (im->info[j].state == 0 && !push_node(im, stack, &sp, j))
-            return false;
+        if (im->info[j].state == 0) {
+            im->info[j].run = ni->run;
+            if (!push_node(im, stack, &sp, j))
+                return false;
+        }
     }
     return true;
 }
@@ -854,6 +911,20 @@ static bool walk(Importer *im)
     im->order = arena_alloc(&im->scratch, (gd->n_node + 1) * sizeof *im->order);
     if (!stack || !im->order)
         return nomem(im);
+    /* targets first, so that their closure follows control inputs */
+    for (int t = 0; t < im->o->n_targets; t++) {
+        int root, index;
+        const char *tg = im->o->targets[t];
+        if (!tg || !resolve(im, tg[0] == '^' ? tg + 1 : tg, &root, &index))
+            return st_ok(im->st) ? imp_errorf(im->o, im->st, "target '%s' names no node in the graph",
+                                              tg ? tg : "(null)")
+                                 : false;
+        if (im->info[root].state == 2)
+            continue;
+        im->info[root].run = true;
+        if (!walk_from(im, stack, root))
+            return false;
+    }
     for (int f = 0; f < im->o->n_fetches; f++) {
         const char *fetch = im->o->fetches[f];
         int root, index;
@@ -871,7 +942,403 @@ static bool walk(Importer *im)
         if (im->info[j].state == 0 && !walk_from(im, stack, j))
             return false;
     }
+    /* the initializers of needed variables the checkpoint does not hold
+     * (the order grows while this runs: an initializer may read another
+     * variable) */
+    for (int i = 0; i < im->n_order; i++) {
+        int j = im->order[i];
+        if (!tf_op_is_variable(node_op(gd->node[j])) || in_checkpoint(im, j) || im->init_node[j] < 0 ||
+            im->init_how[j] == 4)
+            continue;
+        int p = im->init_node[j];
+        if (im->info[p].state == 0 && !walk_from(im, stack, p))
+            return false;
+    }
     return true;
+}
+
+/* ---- variables: what each one is initialized from ----
+ *
+ * Before the walk, one pass over the whole GraphDef (scan_state) finds,
+ * for every variable node (VariableV2, Variable, VarHandleOp):
+ *   - its checkpoint key: the saver's restore subgraph assigns
+ *     RestoreV2:i (through Identity) to it, and RestoreV2's tensor_names
+ *     constant gives key i (TF2 object-based keys like
+ *     "layer/kernel/.ATTRIBUTES/VARIABLE_VALUE"); without one, a
+ *     VariableV2's key is its node name (tf.train.Saver's default);
+ *   - its initializer's value tensor: the VariableDef's initial_value_name
+ *     in the meta graph's "variables"/"trainable_variables" collections,
+ *     else the value input of "<var>/Assign", else of the only other
+ *     Assign/AssignVariableOp to it not fed by a RestoreV2;
+ *   - whether it is trainable: listed in "trainable_variables" (a
+ *     GraphDef without that collection: every float variable).
+ * The initial value (tf_state_variable) is the checkpoint's tensor when
+ * the checkpoint has the key, else the initializer evaluated when
+ * compiling, else an error naming the variable. */
+
+/* The checkpoint's entry for key, or NULL. */
+static const void *state_ckpt_find(void *ck, const char *key)
+{
+    return tcrt_ckpt_find((const tcrt_ckpt *)ck, key);
+}
+
+/* The checkpoint tensor key as a CONST of type want (want's shape rank < 0:
+ * any shape); the variable named in errors is key's. */
+static bool state_ckpt_read(Importer *im, const char *key, const IrType *want, IrValue *out)
+{
+    const tcrt_ckpt_entry *e = tcrt_ckpt_find((const tcrt_ckpt *)im->ckpt, key);
+    if (!e)
+        return st_errorf(im->st, ST_ERROR, "checkpoint %s: no tensor '%s'", im->o->checkpoint, key);
+    IrShape s = ir_shape_make(e->rank, e->dims);
+    char b1[200], b2[200];
+    if (e->rank < 0 || e->rank > IR_MAX_RANK || e->dtype != want->dtype ||
+        (want->shape.rank >= 0 && !ir_shape_eq(&s, &want->shape))) {
+        snprintf(b2, sizeof b2, "%s", tcrt_dtype_name(want->dtype));
+        if (want->shape.rank >= 0)
+            ir_shape_str(&want->shape, b2 + strlen(b2), sizeof b2 - strlen(b2));
+        snprintf(b1, sizeof b1, "%s", tcrt_dtype_name(e->dtype));
+        if (e->rank >= 0 && e->rank <= IR_MAX_RANK)
+            ir_shape_str(&s, b1 + strlen(b1), sizeof b1 - strlen(b1));
+        return st_errorf(im->st, ST_ERROR, "checkpoint %s: tensor '%s' is %s but the variable is %s",
+                         im->o->checkpoint, key, b1, b2);
+    }
+    IrType t = {e->dtype, s};
+    if (ir_type_bytes(&t) != e->bytes)
+        return st_errorf(im->st, ST_ERROR, "checkpoint %s: tensor '%s' has %zu bytes, %s needs %zu",
+                         im->o->checkpoint, key, e->bytes, tcrt_dtype_name(e->dtype), ir_type_bytes(&t));
+    void *buf = arena_alloc_align(&im->scratch, e->bytes ? e->bytes : 1, 64);
+    if (!buf)
+        return nomem(im);
+    char msg[512];
+    if (tcrt_ckpt_read((const tcrt_ckpt *)im->ckpt, e, buf, e->bytes, msg, sizeof msg) != TCRT_OK)
+        return st_errorf(im->st, ST_ERROR, "%s", msg);
+    *out = ir_const(im->g, e->dtype, &s, buf, im->st);
+    return out->node != NULL;
+}
+
+static bool is_saver_op(const char *op)
+{
+    static const char *const t[] = {"SaveV2",          "RestoreV2",  "MergeV2Checkpoints",
+                                    "ShardedFilename", "StringJoin", "Save",
+                                    "SaveSlices",      "Restore",    "RestoreSlice"};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(op, t[i]))
+            return true;
+    return false;
+}
+
+/* Data input i of node j (raw NodeDef), or -1. */
+static int input_of(Importer *im, int j, int i, int *k)
+{
+    const Tensorflow__NodeDef *nd = im->gd->node[j];
+    for (size_t p = 0; p < nd->n_input; p++) {
+        const char *in = nd->input[p] ? nd->input[p] : "";
+        if (in[0] == '^' || i-- > 0)
+            continue;
+        int n;
+        return resolve(im, in, &n, k) ? n : -1;
+    }
+    return -1;
+}
+
+/* Follows Identity-like nodes back from tensor (j, k) (bounded). */
+static int strip_identity(Importer *im, int j, int *k)
+{
+    for (int d = 0; d < 64 && j >= 0 && *k == 0; d++) {
+        const char *op = node_op(im->gd->node[j]);
+        if (strcmp(op, "Identity") && strcmp(op, "RefIdentity") && strcmp(op, "Snapshot"))
+            break;
+        j = input_of(im, j, 0, k);
+    }
+    return j;
+}
+
+/* Reads one VariableDef (serialized in a bytes_list collection): fields 1
+ * variable_name, 2 initializer_name, 6 initial_value_name (strings). */
+static void read_variable_def(const uint8_t *p, size_t n, const char *f[7], size_t len[7])
+{
+    size_t pos = 0;
+    while (pos < n) {
+        uint64_t key = 0, v = 0;
+        for (int sh = 0; pos < n && sh < 64; sh += 7) {
+            key |= (uint64_t)(p[pos] & 0x7f) << sh;
+            if (!(p[pos++] & 0x80))
+                break;
+        }
+        unsigned wt = (unsigned)(key & 7);
+        uint64_t field = key >> 3;
+        if (wt == 0 || wt == 2) {
+            for (int sh = 0; pos < n && sh < 64; sh += 7) {
+                v |= (uint64_t)(p[pos] & 0x7f) << sh;
+                if (!(p[pos++] & 0x80))
+                    break;
+            }
+            if (wt == 2) {
+                if (v > n - pos)
+                    return;
+                if (field >= 1 && field <= 6) {
+                    f[field] = (const char *)p + pos;
+                    len[field] = (size_t)v;
+                }
+                pos += (size_t)v;
+            }
+        } else if (wt == 1 || wt == 5) {
+            pos += wt == 1 ? 8 : 4;
+        } else {
+            return;
+        }
+    }
+}
+
+/* The node named by the first len bytes of s ("v:0" or "v"), or -1. */
+static int node_of_text(Importer *im, const char *s, size_t len)
+{
+    char buf[512];
+    if (!s || len == 0 || len >= sizeof buf)
+        return -1;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    int j, k;
+    return resolve(im, buf, &j, &k) ? j : -1;
+}
+
+/* A FunctionDef body's node named like the reference "node:out:k" (or
+ * "node"); *idx gets k (0 without one). */
+static const Tensorflow__NodeDef *fn_node(const Tensorflow__FunctionDef *f, const char *ref, int *idx)
+{
+    const char *c1 = strchr(ref, ':');
+    size_t len = c1 ? (size_t)(c1 - ref) : strlen(ref);
+    *idx = 0;
+    if (c1) {
+        const char *c2 = strrchr(ref, ':');
+        *idx = c2 > c1 ? atoi(c2 + 1) : 0;
+    }
+    for (size_t i = 0; i < f->n_node_def; i++) {
+        const char *nm = f->node_def[i]->name;
+        if (nm && strlen(nm) == len && !strncmp(nm, ref, len))
+            return f->node_def[i];
+    }
+    return NULL;
+}
+
+/* TF2 SavedModels restore inside a library function (the saver's
+ * restore_op_name, a StatefulPartitionedCall given every variable handle):
+ * AssignVariableOp(handle arg, RestoreV2:tensors:i) in the body gives the
+ * checkpoint key tensor_names[i] to the variable the caller passes. */
+static bool scan_restore_call(Importer *im, int j)
+{
+    const Tensorflow__NodeDef *nd = im->gd->node[j];
+    const Tensorflow__AttrValue *fa = node_attr(nd, "f");
+    const Tensorflow__FunctionDefLibrary *lib = im->gd->library;
+    if (!fa || fa->value_case != TENSORFLOW__ATTR_VALUE__VALUE_FUNC || !fa->func || !fa->func->name || !lib)
+        return true;
+    const Tensorflow__FunctionDef *f = NULL;
+    for (size_t i = 0; i < lib->n_function && !f; i++)
+        if (lib->function[i]->signature && lib->function[i]->signature->name &&
+            !strcmp(lib->function[i]->signature->name, fa->func->name))
+            f = lib->function[i];
+    const Tensorflow__NodeDef *rs = NULL;
+    for (size_t i = 0; f && i < f->n_node_def && !rs; i++)
+        if (f->node_def[i]->op && !strcmp(f->node_def[i]->op, "RestoreV2"))
+            rs = f->node_def[i];
+    if (!rs || rs->n_input < 2)
+        return true;
+    int k;
+    const Tensorflow__NodeDef *names = fn_node(f, rs->input[1], &k);
+    const Tensorflow__AttrValue *a = names ? node_attr(names, "value") : NULL;
+    const Tensorflow__TensorProto *tp =
+        a && a->value_case == TENSORFLOW__ATTR_VALUE__VALUE_TENSOR ? a->tensor : NULL;
+    if (!tp)
+        return true;
+    const Tensorflow__OpDef *sig = f->signature;
+    for (size_t i = 0; i < f->n_node_def; i++) {
+        const Tensorflow__NodeDef *an = f->node_def[i];
+        if (!an->op || strcmp(an->op, "AssignVariableOp") || an->n_input < 2)
+            continue;
+        /* the value: RestoreV2:tensors:t through Identity */
+        int t = 0;
+        const Tensorflow__NodeDef *x = fn_node(f, an->input[1], &t);
+        for (int d = 0; d < 16 && x && x->op && !strcmp(x->op, "Identity") && x->n_input > 0; d++)
+            x = fn_node(f, x->input[0], &t);
+        if (x != rs || t < 0 || (size_t)t >= tp->n_string_val)
+            continue;
+        /* the handle: input arg a of the function, input a of the caller */
+        int arg = -1;
+        for (size_t q = 0; q < sig->n_input_arg && arg < 0; q++)
+            if (sig->input_arg[q]->name && !strcmp(sig->input_arg[q]->name, an->input[0]))
+                arg = (int)q;
+        int kv = 0, v = arg >= 0 ? input_of(im, j, arg, &kv) : -1;
+        v = v >= 0 ? strip_identity(im, v, &kv) : -1;
+        if (v < 0 || !tf_op_is_variable(node_op(im->gd->node[v])))
+            continue;
+        const ProtobufCBinaryData *b = &tp->string_val[t];
+        char *key = arena_alloc(&im->scratch, b->len + 1);
+        if (!key)
+            return nomem(im);
+        memcpy(key, b->data, b->len);
+        key[b->len] = 0;
+        im->ckpt_key[v] = key;
+    }
+    return true;
+}
+
+static bool scan_state(Importer *im)
+{
+    const Tensorflow__GraphDef *gd = im->gd;
+    size_t n = gd->n_node + 1;
+    im->var_value = arena_alloc(&im->scratch, n * sizeof *im->var_value);
+    im->init_node = arena_alloc(&im->scratch, n * sizeof(int));
+    im->init_k = arena_alloc(&im->scratch, n * sizeof(int));
+    im->init_how = arena_alloc(&im->scratch, n);
+    im->ckpt_key = arena_alloc(&im->scratch, n * sizeof(char *));
+    im->trainable = arena_alloc(&im->scratch, n);
+    im->making = arena_alloc(&im->scratch, n);
+    if (!im->var_value || !im->init_node || !im->init_k || !im->init_how || !im->ckpt_key || !im->trainable ||
+        !im->making)
+        return nomem(im);
+    for (size_t j = 0; j < n; j++)
+        im->init_node[j] = -1;
+    for (size_t j = 0; j < gd->n_node; j++) {
+        const char *op = node_op(gd->node[j]);
+        if (!strcmp(op, "StatefulPartitionedCall") || !strcmp(op, "PartitionedCall")) {
+            if (!scan_restore_call(im, (int)j))
+                return false;
+            continue;
+        }
+        if (strcmp(op, "Assign") && strcmp(op, "AssignVariableOp"))
+            continue;
+        int k0 = 0, k1 = 0;
+        int v = input_of(im, (int)j, 0, &k0), x = input_of(im, (int)j, 1, &k1);
+        v = v >= 0 ? strip_identity(im, v, &k0) : -1;
+        if (v < 0 || x < 0 || !tf_op_is_variable(node_op(gd->node[v])))
+            continue;
+        int kx = k1, xs = strip_identity(im, x, &kx);
+        if (xs >= 0 && !strcmp(node_op(gd->node[xs]), "RestoreV2")) {
+            int kn, names = input_of(im, xs, 1, &kn);
+            const Tensorflow__AttrValue *a = names >= 0 ? node_attr(gd->node[names], "value") : NULL;
+            const Tensorflow__TensorProto *tp =
+                a && a->value_case == TENSORFLOW__ATTR_VALUE__VALUE_TENSOR ? a->tensor : NULL;
+            if (tp && kx >= 0 && (size_t)kx < tp->n_string_val) {
+                const ProtobufCBinaryData *b = &tp->string_val[kx];
+                char *key = arena_alloc(&im->scratch, b->len + 1);
+                if (!key)
+                    return nomem(im);
+                memcpy(key, b->data, b->len);
+                key[b->len] = 0;
+                im->ckpt_key[v] = key;
+            }
+            continue;
+        }
+        /* "<var>/Assign" is the initializer tf.Variable makes */
+        const char *vn = node_name(gd->node[v]), *an = node_name(gd->node[j]);
+        size_t lv = strlen(vn);
+        int how = !strncmp(an, vn, lv) && !strcmp(an + lv, "/Assign") ? 2 : 1;
+        if (how > im->init_how[v] || im->init_node[v] < 0) {
+            im->init_node[v] = x;
+            im->init_k[v] = k1;
+            im->init_how[v] = (unsigned char)how;
+        } else if (how == 1 && im->init_how[v] == 1) {
+            im->init_how[v] = 4; /* several plain Assigns: none is known to be the initializer */
+        }
+    }
+    const Tensorflow__MetaGraphDef *mg = im->o->meta;
+    for (size_t c = 0; mg && c < mg->n_collection_def; c++) {
+        const Tensorflow__MetaGraphDef__CollectionDefEntry *e = mg->collection_def[c];
+        if (!e || !e->key || !e->value || e->value->kind_case != TENSORFLOW__COLLECTION_DEF__KIND_BYTES_LIST)
+            continue;
+        bool tr = !strcmp(e->key, "trainable_variables");
+        if (!tr && strcmp(e->key, "variables"))
+            continue;
+        im->has_trainable |= tr;
+        const Tensorflow__CollectionDef__BytesList *bl = e->value->bytes_list;
+        for (size_t i = 0; bl && i < bl->n_value; i++) {
+            const char *f[7] = {0};
+            size_t len[7] = {0};
+            read_variable_def(bl->value[i].data, bl->value[i].len, f, len);
+            int v = node_of_text(im, f[1], len[1]);
+            if (v < 0 || !tf_op_is_variable(node_op(gd->node[v])))
+                continue;
+            if (tr)
+                im->trainable[v] = 1;
+            char buf[512];
+            int x, kx;
+            if (f[6] && len[6] < sizeof buf) {
+                memcpy(buf, f[6], len[6]);
+                buf[len[6]] = 0;
+                if (resolve(im, buf, &x, &kx)) {
+                    im->init_node[v] = x;
+                    im->init_k[v] = kx;
+                    im->init_how[v] = 3;
+                }
+            }
+        }
+    }
+    return st_ok(im->st);
+}
+
+/* The key of variable node j in the checkpoint (NULL: none given). */
+static const char *ckpt_key(Importer *im, int j)
+{
+    return im->ckpt_key[j] ? im->ckpt_key[j] : node_name(im->gd->node[j]);
+}
+
+static bool in_checkpoint(Importer *im, int j)
+{
+    return im->ckpt && state_ckpt_find(im->ckpt, ckpt_key(im, j)) != NULL;
+}
+
+/* Does assignment a write variable node v (a ref or handle input of a
+ * comes straight from v)? */
+static bool writes(Importer *im, int a, int v)
+{
+    const Tensorflow__NodeDef *nd = im->gd->node[a];
+    if (!tf_op_is_assign(node_op(nd)))
+        return false;
+    for (int i = 0; i < (int)nd->n_input; i++) {
+        int k, p = input_of(im, a, i, &k);
+        if (p < 0)
+            break;
+        if (p == v)
+            return true;
+    }
+    return false;
+}
+
+/* A control input j of node n worth following (read after assign): an
+ * assignment, or a group (NoOp) of assignments, that writes a variable n
+ * reads (a data input that is the variable, or an Identity/ReadVariableOp
+ * of it).  Other control edges of an inference graph guard side effects
+ * the fetches do not need. */
+static bool ctl_runs(Importer *im, int n, int j)
+{
+    const Tensorflow__NodeDef *nd = im->gd->node[n], *cd = im->gd->node[j];
+    bool group = !strcmp(node_op(cd), "NoOp");
+    if (!group && !tf_op_is_assign(node_op(cd)))
+        return false;
+    for (int i = 0; i < (int)nd->n_input; i++) {
+        int k, v = input_of(im, n, i, &k);
+        if (v < 0)
+            break;
+        for (int d = 0; d < 64 && v >= 0 && !tf_op_is_variable(node_op(im->gd->node[v])); d++) {
+            const char *op = node_op(im->gd->node[v]);
+            if (strcmp(op, "Identity") && strcmp(op, "RefIdentity") && strcmp(op, "Snapshot") &&
+                strcmp(op, "ReadVariableOp"))
+                v = -1;
+            else
+                v = input_of(im, v, 0, &k);
+        }
+        if (v < 0)
+            continue;
+        if (!group && writes(im, j, v))
+            return true;
+        for (size_t c = 0; group && c < cd->n_input; c++) {
+            const char *in = cd->input[c] ? cd->input[c] : "";
+            int p = in[0] == '^' ? map_find(&im->map, im->gd, in + 1) : -1;
+            if (p >= 0 && writes(im, p, v))
+                return true;
+        }
+    }
+    return false;
 }
 
 /* Every needed op must have a row; reports each unsupported op type once. */
@@ -885,6 +1352,15 @@ static bool check_ops(Importer *im)
     for (int i = 0; i < im->n_order; i++) {
         const Tensorflow__NodeDef *nd = im->gd->node[im->order[i]];
         const char *op = node_op(nd);
+        if (is_saver_op(op)) {
+            ok = imp_errorf(
+                im->o, im->st,
+                "node '%s' (%s) belongs to the saver's save/restore subgraph, which is not part of "
+                "a training step or an inference: fetch or target other nodes (checkpoints are "
+                "read when compiling and written with tcrt_model_save)",
+                node_name(nd), op);
+            continue;
+        }
         if (strcmp(op, "Placeholder") == 0 || strcmp(op, "PlaceholderV2") == 0 || strcmp(op, "_Arg") == 0) {
             ok = imp_errorf(im->o, im->st, "placeholder '%s' (%s) is needed by the fetches but not fed",
                             node_name(nd), op);
@@ -1165,7 +1641,7 @@ static bool an_enter(Importer *im, int j)
 {
     const Tensorflow__NodeDef *nd = im->gd->node[j];
     NodeInfo *a = &im->info[j];
-    TfCtx c = {im->g, im->o->file, nd, NULL, im->st, im->gd->library};
+    TfCtx c = {im->g, im->o->file, nd, NULL, im->st, im->gd->library, im->state};
     const char *name;
     if (!tf_attr_str(&c, "frame_name", &name))
         return false;
@@ -1220,7 +1696,7 @@ static bool an_exit(Importer *im, int j)
 {
     const Tensorflow__NodeDef *nd = im->gd->node[j];
     NodeInfo *a = &im->info[j];
-    TfCtx c = {im->g, im->o->file, nd, NULL, im->st, im->gd->library};
+    TfCtx c = {im->g, im->o->file, nd, NULL, im->st, im->gd->library, im->state};
     if (a->n_in != 1)
         return tf_errorf(&c, "expected 1 input, got %d", a->n_in);
     int p = a->in_node[0], k = a->in_idx[0];
@@ -1247,7 +1723,7 @@ static bool an_loop_cond(Importer *im, int j)
 {
     const Tensorflow__NodeDef *nd = im->gd->node[j];
     NodeInfo *a = &im->info[j];
-    TfCtx c = {im->g, im->o->file, nd, NULL, im->st, im->gd->library};
+    TfCtx c = {im->g, im->o->file, nd, NULL, im->st, im->gd->library, im->state};
     if (a->n_in != 1)
         return tf_errorf(&c, "expected 1 input, got %d", a->n_in);
     if (!join_inputs(im, j))
@@ -1267,7 +1743,7 @@ static bool an_merge(Importer *im, int j)
 {
     const Tensorflow__NodeDef *nd = im->gd->node[j];
     NodeInfo *a = &im->info[j];
-    TfCtx c = {im->g, im->o->file, nd, NULL, im->st, im->gd->library};
+    TfCtx c = {im->g, im->o->file, nd, NULL, im->st, im->gd->library, im->state};
     if (a->n_in < 1)
         return tf_errorf(&c, "has no inputs");
     int n_next = 0, next = -1, enter = -1;
@@ -1355,7 +1831,7 @@ static bool an_switch(Importer *im, int j)
 {
     const Tensorflow__NodeDef *nd = im->gd->node[j];
     NodeInfo *a = &im->info[j];
-    TfCtx c = {im->g, im->o->file, nd, NULL, im->st, im->gd->library};
+    TfCtx c = {im->g, im->o->file, nd, NULL, im->st, im->gd->library, im->state};
     if (a->n_in != 2)
         return tf_errorf(&c, "expected 2 inputs (data, pred), got %d", a->n_in);
     if (!join_inputs(im, j))
@@ -1816,6 +2292,8 @@ static bool set_mark(Importer *im, Rec *r, int j, int mark)
     return true;
 }
 
+static void read_after_assign(Importer *im, const NodeInfo *a, IrValue *in);
+
 /* An ordinary op: through its row, unless an input is dead or elsewhere. */
 static bool lower_plain(Importer *im, Ctx *c, int j, Rec *r)
 {
@@ -1840,9 +2318,12 @@ static bool lower_plain(Importer *im, Ctx *c, int j, Rec *r)
     }
     if (dead || elsewhere)
         return set_mark(im, r, j, dead ? TV_DEAD : TV_ELSEWHERE);
+    if (a->n_ctl > 0 && a->n_in > 0)
+        read_after_assign(im, a, im->in_buf);
     ir_graph_set_origin(c->g, node_name(nd), node_op(nd));
-    TfCtx tc = {c->g, NULL, nd, a->row, im->st, im->gd->library};
-    int n_out = 0;
+    im->cur_node = j;
+    TfCtx tc = {c->g, NULL, nd, a->row, im->st, im->gd->library, im->state};
+    int n_out = 0, first_new = c->g->n_nodes;
     for (int k = 0; k < TF_MAX_OUTPUTS; k++)
         im->out_buf[k] = (IrValue){NULL, 0};
     if (!a->row->lower(&tc, im->in_buf, a->n_in, im->out_buf, &n_out) || !st_ok(im->st)) {
@@ -1850,6 +2331,8 @@ static bool lower_plain(Importer *im, Ctx *c, int j, Rec *r)
             tf_errorf(&tc, "lowering failed");
         return false;
     }
+    if (!stamp_device(im, c->g, first_new, nd))
+        return false;
     if (n_out < 0 || n_out > TF_MAX_OUTPUTS)
         return lerr(im, "node '%s' (%s): internal: bad output count %d", node_name(nd), node_op(nd), n_out);
     r->mark = TV_VALUE;
@@ -1859,6 +2342,50 @@ static bool lower_plain(Importer *im, Ctx *c, int j, Rec *r)
         return nomem(im);
     for (int k = 0; k < n_out; k++)
         r->outs[k] = (TVal){im->out_buf[k], im->out_buf[k].node ? TV_VALUE : TV_NONE};
+    return true;
+}
+
+/* Gives the IR nodes g->nodes[from..] made for TF node nd its requested
+ * device (NodeDef.device, when set) and its colocation list (the `_class`
+ * attr's "loc:@name" entries); placement (passes/place.c) reads both. */
+static bool stamp_device(Importer *im, IrGraph *g, int from, const Tensorflow__NodeDef *nd)
+{
+    const char *dev = nd->device && nd->device[0] ? arena_strdup(&g->arena, nd->device) : NULL;
+    const Tensorflow__AttrValue *cls = node_attr(nd, "_class");
+    const Tensorflow__AttrValue__ListValue *l =
+        cls && cls->value_case == TENSORFLOW__ATTR_VALUE__VALUE_LIST ? cls->list : NULL;
+    int n_loc = 0;
+    for (size_t i = 0; l && i < l->n_s; i++)
+        n_loc += l->s[i].len > 5 && !memcmp(l->s[i].data, "loc:@", 5);
+    const char **locs = NULL;
+    if (n_loc) {
+        locs = arena_alloc(&g->arena, sizeof(char *) * (size_t)n_loc);
+        if (!locs)
+            return nomem(im);
+        n_loc = 0;
+        for (size_t i = 0; i < l->n_s; i++) {
+            if (l->s[i].len <= 5 || memcmp(l->s[i].data, "loc:@", 5))
+                continue;
+            char *nm = arena_alloc(&g->arena, l->s[i].len - 4);
+            if (!nm)
+                return nomem(im);
+            memcpy(nm, l->s[i].data + 5, l->s[i].len - 5);
+            locs[n_loc++] = nm;
+        }
+    }
+    if (nd->device && nd->device[0] && !dev)
+        return nomem(im);
+    for (int i = from; i < g->n_nodes; i++) {
+        IrNode *n = g->nodes[i];
+        if (!n || n->dead || n->op == OP_CONST)
+            continue;
+        if (!n->device)
+            n->device = dev;
+        if (!n->n_coloc) {
+            n->coloc = locs;
+            n->n_coloc = n_loc;
+        }
+    }
     return true;
 }
 
@@ -2323,6 +2850,317 @@ static bool ctx_run(Importer *im, Ctx *c, const int *tn, const int *tk, int n_t)
     return true;
 }
 
+/* ---- variables: VARIABLE and ASSIGN nodes ---- */
+
+/* Read after assign: a node with a (followed) control dependency on an
+ * assignment of variable X, or on a group (NoOp) of assignments, reads
+ * X's new value: its data inputs that are X's VARIABLE become the ASSIGN's
+ * output.  Other reads see the value at the start of the run. */
+static void read_after_assign(Importer *im, const NodeInfo *a, IrValue *in)
+{
+    for (int i = 0; i < a->n_in; i++) {
+        if (!in[i].node || in[i].node->op != OP_VARIABLE)
+            continue;
+        int m = imap_get(&im->assign_of, (uint64_t)in[i].node->id);
+        if (m < 0)
+            continue;
+        int q = im->assign_tf[m];
+        bool after = false;
+        for (int c = 0; c < a->n_ctl && !after; c++) {
+            int p = a->ctl[c];
+            after = p == q;
+            const NodeInfo *pa = &im->info[p];
+            if (!after && !strcmp(node_op(im->gd->node[p]), "NoOp"))
+                for (int d = 0; d < pa->n_ctl && !after; d++)
+                    after = pa->ctl[d] == q;
+        }
+        if (after)
+            in[i] = (IrValue){im->assigns[m], 0};
+    }
+}
+
+bool tf_state_assign(TfCtx *c, IrValue var, IrValue value, IrValue *out)
+{
+    *out = ir_emit1(c->g, OP_ASSIGN, (IrValue[]){var, value}, 2, NULL, NULL, c->st);
+    if (!out->node)
+        return false;
+    Importer *im = c->state ? c->state->im : NULL;
+    if (!im || c->g != im->g || imap_get(&im->assign_of, (uint64_t)var.node->id) >= 0)
+        return true; /* a second assignment: passes/state.c reports it, naming both */
+    if (!vgrow(&im->scratch, (void **)&im->assigns, &im->cap_assigns, im->n_assigns + 1, sizeof(IrNode *)) ||
+        !vgrow(&im->scratch, (void **)&im->assign_tf, &im->cap_assign_tf, im->n_assigns + 1, sizeof(int)) ||
+        !imap_put(&im->scratch, &im->assign_of, (uint64_t)var.node->id, im->n_assigns))
+        return nomem(im);
+    im->assigns[im->n_assigns] = out->node;
+    im->assign_tf[im->n_assigns++] = im->cur_node;
+    return true;
+}
+
+/* Evaluates the initializer value v (in the top-level graph) to a CONST.
+ * Constant subgraphs were folded as they were built; what is left (random
+ * ops, which never fold, and what depends on them) is evaluated here in
+ * topological order with the reference kernels (elementwise ops through
+ * ir_eval_elementwise, a random_uniform through its kernel, deterministic
+ * for its seeds) into temporary buffers, each freed after its last use, so
+ * a large initializer costs its result plus the live intermediates, not a
+ * constant per node.  A VARIABLE read by an initializer is its initial
+ * value. */
+typedef struct EvalBuf {
+    tcrt_tensor t[4];
+    bool owned; /* t[k].data from xx_malloc */
+    int uses;
+} EvalBuf;
+
+static tcrt_tensor wrap_type(const IrType *ty, void *data)
+{
+    tcrt_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = ty->dtype;
+    t.rank = ty->shape.rank;
+    for (int d = 0; d < t.rank; d++)
+        t.dims[d] = ty->shape.dims[d];
+    return t;
+}
+
+static bool eval_init(Importer *im, int var, IrValue v, IrValue *out)
+{
+    IrGraph *g = im->g;
+    const char *vn = node_name(im->gd->node[var]);
+    if (ir_is_const(v)) {
+        *out = v;
+        return true;
+    }
+    int n_ids = g->next_id + 1;
+    unsigned char *need = arena_alloc(&im->scratch, (size_t)n_ids);
+    EvalBuf *buf = arena_alloc(&im->scratch, (size_t)n_ids * sizeof *buf);
+    IrNode **stack = arena_alloc(&im->scratch, (size_t)n_ids * sizeof(IrNode *));
+    if (!need || !buf || !stack)
+        return nomem(im);
+    int sp = 0;
+    stack[sp++] = v.node;
+    need[v.node->id] = 1;
+    while (sp > 0) {
+        IrNode *n = stack[--sp];
+        if (n->op == OP_CONST || n->op == OP_VARIABLE)
+            continue;
+        for (int i = 0; i < n->n_inputs; i++) {
+            IrNode *p = n->inputs[i].node;
+            if (p->id < 0 || p->id >= n_ids)
+                continue;
+            buf[p->id].uses++;
+            if (!need[p->id]) {
+                need[p->id] = 1;
+                stack[sp++] = p;
+            }
+        }
+    }
+    buf[v.node->id].uses++; /* the result */
+    bool ok = true;
+    for (int x = 0; x < g->n_nodes && ok; x++) {
+        IrNode *n = g->nodes[x];
+        if (!n || n->dead || n->id >= n_ids || !need[n->id])
+            continue;
+        EvalBuf *b = &buf[n->id];
+        const char *who = n->origin ? n->origin : "?", *wop = n->origin_op ? n->origin_op : ir_op_name(n->op);
+        const OpInfo *info = ir_op_info(n->op);
+        if (n->op == OP_CONST) {
+            b->t[0] = wrap_type(&n->out[0].type, n->data);
+            continue;
+        }
+        if (n->op == OP_VARIABLE) {
+            IrNode *c = n->inputs[0].node;
+            b->t[0] = wrap_type(&c->out[0].type, c->data);
+            continue;
+        }
+        if (n->op == OP_ARG) {
+            ok = lerr(
+                im,
+                "variable '%s': its initializer depends on the fed tensor '%s'; an initial value must be "
+                "known when compiling",
+                vn, who);
+            break;
+        }
+        if (n->n_regions > 0 || n->n_outputs > 4 || n->n_inputs > 8 ||
+            (info->kind != K_ELEM && n->op != OP_COPY && !info->ref_kernel)) {
+            ok = lerr(im,
+                      "variable '%s': its initializer uses node '%s' (%s), which cannot be evaluated when "
+                      "compiling",
+                      vn, who, wop);
+            break;
+        }
+        tcrt_tensor in[8];
+        for (int i = 0; i < n->n_inputs; i++)
+            in[i] = buf[n->inputs[i].node->id].t[n->inputs[i].index];
+        b->owned = true;
+        for (int k = 0; k < n->n_outputs && ok; k++) {
+            int64_t cnt;
+            if (!ir_shape_count_checked(&n->out[k].type.shape, &cnt) ||
+                ir_type_bytes(&n->out[k].type) > IR_MAX_FOLD_BYTES * 4) {
+                ok = lerr(im,
+                          "variable '%s': its initializer's node '%s' (%s) is too large to evaluate when "
+                          "compiling",
+                          vn, who, wop);
+                break;
+            }
+            size_t bytes = ir_type_bytes(&n->out[k].type);
+            void *d = xx_malloc(bytes ? bytes : 1);
+            if (!d) {
+                ok = nomem(im);
+                break;
+            }
+            b->t[k] = wrap_type(&n->out[k].type, d);
+        }
+        if (!ok)
+            break;
+        tcrt_status ts = TCRT_OK;
+        Status est = ST_INIT;
+        if (info->kind == K_ELEM) {
+            if (!ir_eval_elementwise(n->op, in, n->n_inputs, &b->t[0], &est))
+                ts = TCRT_ERR_ARG;
+        } else if (n->op == OP_COPY) {
+            memcpy(b->t[0].data, in[0].data, ir_type_bytes(&n->out[0].type));
+        } else {
+            tcrt_params p;
+            memset(&p, 0, sizeof p);
+            memcpy(p.i, n->p.i, sizeof p.i);
+            memcpy(p.f, n->p.f, sizeof p.f);
+            ts = info->ref_kernel(in, n->n_inputs, b->t, n->n_outputs, &p);
+        }
+        if (ts != TCRT_OK) {
+            ok = lerr(im,
+                      "variable '%s': its initializer's node '%s' (%s) failed to evaluate when compiling%s%s",
+                      vn, who, wop, est.msg[0] ? ": " : "", est.msg);
+            break;
+        }
+        /* inputs used for the last time */
+        for (int i = 0; i < n->n_inputs; i++) {
+            EvalBuf *ib = &buf[n->inputs[i].node->id];
+            if (--ib->uses == 0 && ib->owned) {
+                for (int k = 0; k < 4; k++)
+                    xx_free(ib->t[k].data);
+                memset(ib->t, 0, sizeof ib->t);
+            }
+        }
+    }
+    EvalBuf *rb = &buf[v.node->id];
+    if (ok) {
+        const IrType *t = &v.node->out[v.index].type;
+        ir_graph_set_origin(g, vn, node_op(im->gd->node[var]));
+        *out = ir_const(g, t->dtype, &t->shape, rb->t[v.index].data, im->st);
+        ok = out->node != NULL;
+    }
+    /* free whatever is left (the result, or everything after an error) */
+    for (int x = 0; x < g->n_nodes; x++) {
+        IrNode *n = g->nodes[x];
+        if (!n || n->id >= n_ids || !need[n->id] || !buf[n->id].owned)
+            continue;
+        for (int k = 0; k < 4; k++)
+            xx_free(buf[n->id].t[k].data);
+        memset(buf[n->id].t, 0, sizeof buf[n->id].t);
+    }
+    return ok;
+}
+
+/* The initial value of variable node j: checkpoint, else initializer. */
+static bool initial_value(Importer *im, int j, const IrType *want, IrValue *out)
+{
+    const Tensorflow__NodeDef *nd = im->gd->node[j];
+    char b1[200], b2[200];
+    if (im->ckpt_err)
+        return lerr(im, "variable '%s' (%s): the variables' checkpoint does not open: %s", node_name(nd),
+                    node_op(nd), im->ckpt_err);
+    if (in_checkpoint(im, j)) {
+        if (!state_ckpt_read(im, ckpt_key(im, j), want, out))
+            return false;
+        return true;
+    }
+    if (im->init_how[j] == 4)
+        return lerr(im,
+                    "variable '%s' (%s) has no initial value: not in the checkpoint%s, and several Assigns "
+                    "to it could be its initializer (name it '%s/Assign', or list it in the meta graph's "
+                    "variables collection)",
+                    node_name(nd), node_op(nd), im->ckpt ? "" : " (none given)", node_name(nd));
+    if (im->init_node[j] < 0)
+        return lerr(im,
+                    "variable '%s' (%s) has no initial value: not in the checkpoint%s and no initializer (an "
+                    "Assign to it) in the graph",
+                    node_name(nd), node_op(nd), im->ckpt ? "" : " (none given)");
+    int p = im->init_node[j], k = im->init_k[j];
+    Use u = {NULL, 0, node_name(im->gd->node[p])};
+    TVal t;
+    if (!ctx_run(im, im->root, &p, &k, 1) || !get_tensor(im, im->root, p, k, &u, &t))
+        return false;
+    if (t.kind != TV_VALUE)
+        return lerr(im, "variable '%s': its initializer '%s' has no value (it depends on a cond)",
+                    node_name(nd), node_name(im->gd->node[p]));
+    if (!eval_init(im, j, t.v, out))
+        return false;
+    const IrType *got = ir_value_type(*out);
+    if (got->dtype != want->dtype || (want->shape.rank >= 0 && !ir_shape_eq(&got->shape, &want->shape))) {
+        snprintf(b1, sizeof b1, "%s", tcrt_dtype_name(got->dtype));
+        ir_shape_str(&got->shape, b1 + strlen(b1), sizeof b1 - strlen(b1));
+        snprintf(b2, sizeof b2, "%s", tcrt_dtype_name(want->dtype));
+        if (want->shape.rank >= 0)
+            ir_shape_str(&want->shape, b2 + strlen(b2), sizeof b2 - strlen(b2));
+        return lerr(im, "variable '%s' (%s) is %s but its initializer '%s' gives %s", node_name(nd),
+                    node_op(nd), b2, node_name(im->gd->node[p]), b1);
+    }
+    return true;
+}
+
+bool tf_state_variable(TfCtx *c, IrValue *out)
+{
+    Importer *im = c->state ? c->state->im : NULL;
+    int j = im ? map_find(&im->map, im->gd, c->nd->name ? c->nd->name : "") : -1;
+    if (!im || j < 0 || im->gd->node[j] != c->nd)
+        return tf_errorf(
+            c, "a variable inside a function body is not supported (pass its handle as an argument)");
+    if (im->var_value[j].node) {
+        if (c->g != im->g)
+            return tf_errorf(c, "variable read inside a loop body or cond branch is not supported (read it "
+                                "outside and pass the value in)");
+        *out = im->var_value[j];
+        return true;
+    }
+    if (c->g != im->g)
+        return tf_errorf(c,
+                         "variable read inside a loop body or cond branch is not supported (read it outside "
+                         "and pass the value in)");
+    IrType t;
+    const Tensorflow__AttrValue *sa = node_attr(c->nd, "shape");
+    bool known = false;
+    if (!tf_attr_type(c, "dtype", &t.dtype))
+        return false;
+    if (sa && sa->value_case == TENSORFLOW__ATTR_VALUE__VALUE_SHAPE)
+        read_shape(sa->shape, &t.shape, &known);
+    if (!known)
+        t.shape.rank = -1; /* no static shape: the checkpoint's or the initializer's decides */
+    if (im->making[j])
+        return tf_errorf(c, "the initial value of the variable depends on the variable itself");
+    im->making[j] = 1;
+    IrValue init;
+    bool ok = initial_value(im, j, &t, &init);
+    im->making[j] = 0;
+    if (!ok)
+        return false;
+    if (ir_value_type(init)->dtype != t.dtype)
+        return tf_errorf(c, "initial value is %s, the variable is %s",
+                         tcrt_dtype_name(ir_value_type(init)->dtype), tcrt_dtype_name(t.dtype));
+    ir_graph_set_origin(c->g, node_name(c->nd), node_op(c->nd));
+    int64_t trainable = im->has_trainable
+                            ? im->trainable[j]
+                            : (t.dtype == TCRT_F32 || t.dtype == TCRT_F64 || t.dtype == TCRT_F16);
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    p.i[0] = trainable;
+    *out = ir_emit1(c->g, OP_VARIABLE, &init, 1, &p, NULL, c->st);
+    if (!out->node)
+        return false;
+    im->var_value[j] = *out;
+    return true;
+}
+
 /* The top-level context: the fetches. */
 static bool lower_graph(Importer *im)
 {
@@ -2335,6 +3173,22 @@ static bool lower_graph(Importer *im)
     Ctx *root = ctx_new(im, NULL, CTX_ROOT, FRAME_ROOT, NULL, NULL);
     if (!root)
         return false;
+    im->root = root;
+    /* targets: run for their effects (assignments), nothing fetched */
+    for (int t = 0; t < o->n_targets; t++) {
+        int tn1, tk1;
+        const char *tg = o->targets[t];
+        if (!resolve(im, tg[0] == '^' ? tg + 1 : tg, &tn1, &tk1))
+            return st_ok(im->st) ? lerr(im, "target '%s' names no node in the graph", tg) : false;
+        tk1 = -1;
+        if (!ctx_run(im, root, &tn1, &tk1, 1))
+            return false;
+        const Rec *r = rec_find(root, tn1);
+        if (r && r->mark == TV_DEAD)
+            return lerr(im, "target '%s' never runs: it depends on the untaken output of a Switch whose "
+                            "predicate is a constant",
+                        tg);
+    }
     for (int f = 0; f < o->n_fetches; f++)
         if (!resolve(im, o->fetches[f], &tn[f], &tk[f]))
             return st_ok(im->st) ? lerr(im, "fetch '%s' names no node in the graph", o->fetches[f]) : false;
@@ -2371,7 +3225,7 @@ IrGraph *tf_import(const Tensorflow__GraphDef *gd, const TfImportOptions *o, Sta
         imp_errorf(o, st, "no graph");
         return NULL;
     }
-    if (o->n_fetches <= 0) {
+    if (o->n_fetches <= 0 && o->n_targets <= 0) {
         imp_errorf(o, st, "no fetches given: name at least one output tensor");
         return NULL;
     }
@@ -2390,7 +3244,20 @@ IrGraph *tf_import(const Tensorflow__GraphDef *gd, const TfImportOptions *o, Sta
     if (!ok)
         st_errorf(st, ST_NOMEM, "out of memory");
     im.g->fold_on_build = true;
-    ok = ok && build_map(&im);
+    TfState state = {&im};
+    im.state = &state;
+    if (ok && o->checkpoint) {
+        char msg[512];
+        tcrt_ckpt *ck = NULL;
+        if (tcrt_ckpt_open(o->checkpoint, &ck, msg, sizeof msg) != TCRT_OK) {
+            im.ckpt_err = arena_strdup(&im.scratch, msg);
+            ok = im.ckpt_err != NULL;
+            if (!ok)
+                st_errorf(st, ST_NOMEM, "out of memory");
+        }
+        im.ckpt = ck;
+    }
+    ok = ok && build_map(&im) && scan_state(&im);
     for (int i = 0; ok && i < o->n_feeds; i++)
         ok = add_feed(&im, &o->feeds[i]);
     ok = ok && walk(&im) && check_ops(&im) && analyze(&im);
@@ -2400,6 +3267,8 @@ IrGraph *tf_import(const Tensorflow__GraphDef *gd, const TfImportOptions *o, Sta
             st_prefix(st, o->file);
     }
     arena_reset(&im.scratch);
+    if (im.ckpt)
+        tcrt_ckpt_close((tcrt_ckpt *)im.ckpt);
     if (!ok || !st_ok(st)) {
         if (st_ok(st))
             imp_errorf(o, st, "import failed");

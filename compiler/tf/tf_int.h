@@ -15,6 +15,7 @@
 #define TF_MAX_OUTPUTS 1024
 
 typedef struct TfOpRow TfOpRow;
+typedef struct TfState TfState; /* tf_import.c: the variables of one import */
 
 typedef struct TfCtx {
     IrGraph *g;
@@ -25,6 +26,9 @@ typedef struct TfCtx {
     /* The graph's function library (If/While/Case/PartitionedCall bodies),
      * or NULL. */
     const Tensorflow__FunctionDefLibrary *lib;
+    /* The importer's variables (tf_state_variable), or NULL outside an
+     * import (function bodies lowered on their own). */
+    TfState *state;
 } TfCtx;
 
 /* in: data inputs (control inputs removed); out: at least TF_MAX_OUTPUTS slots;
@@ -43,6 +47,21 @@ extern const TfOpRow tf_ops_nn[];     /* terminated by a row with tf_op == NULL 
 extern const TfOpRow tf_ops_array[];
 extern const TfOpRow tf_ops_func[];   /* tf_ops_func.c: If, While, Case, PartitionedCall (v2) */
 extern const TfOpRow tf_ops_list[];   /* tf_ops_list.c: TensorArray, TensorList, NMS, Where */
+extern const TfOpRow tf_ops_state[];  /* tf_ops_state.c: variables, assignments, optimizers */
+extern const TfOpRow tf_ops_grad[];   /* tf_ops_grad.c: gradient ops of training graphs (ReluGrad, ...) */
+
+/* tf_import.c: the VARIABLE node of the variable op c->nd (VariableV2,
+ * Variable, VarHandleOp), made once per import with its initial value
+ * (checkpoint, else initializer) as its CONST input. */
+bool tf_state_variable(TfCtx *c, IrValue *out);
+/* tf_import.c: ASSIGN(var, value) made by c->nd, remembered so that a node
+ * with a control dependency on c->nd reads the new value. */
+bool tf_state_assign(TfCtx *c, IrValue var, IrValue value, IrValue *out);
+/* Is op an assignment (Assign*, Apply*, ResourceApply*: it writes a
+ * variable, and a node with a control dependency on it reads the new value)? */
+bool tf_op_is_assign(const char *op);
+/* Is op a variable op (VariableV2, Variable, VarHandleOp)? */
+bool tf_op_is_variable(const char *op);
 
 /* The row for a TF op type (core, nn, array, control-flow tables), or NULL. */
 const TfOpRow *tf_find_row(const char *tf_op);

@@ -5,15 +5,17 @@
  *
  * Function bodies (lower_fn):
  *   1. Check the signature against the operands: one tensor per arg (list
- *      args are rejected), resource args rejected by name (variables are a
- *      later issue), dtypes equal to the operands' (a `type_attr` arg takes
+ *      args are rejected), a resource arg takes the caller's variable (its
+ *      VARIABLE value, tf_ops_state.c; resource loop variables and branch
+ *      operands are rejected), dtypes equal to the operands' (a `type_attr` arg takes
  *      its type from the caller's attrs when it binds it; a DT_VARIANT arg,
  *      a TensorList, is the buffer tensor tf_ops_list.c made of it and
  *      takes the operand's type).
  *   2. Index the body's node_defs by name (open addressing) and walk back
  *      from the ret values with an explicit stack, three-colour DFS: the
  *      post-order is a topological order of exactly the nodes the results
- *      need (a grey node met again is a cycle, an error); control inputs
+ *      and the assigning control rets (a TF2 train function's updates) need
+ *      (a grey node met again is a cycle, an error); control inputs
  *      ("^x") must name a body node but are not followed, as in tf_import.c.
  *   3. Every needed op must have a row (tf_find_row) or be a library
  *      function itself; each unsupported op type is reported once.
@@ -480,11 +482,20 @@ static bool fn_order(Fn *f, int **order_out, int *n_order)
         return nomem(f->c);
     *n_order = 0;
     const Tensorflow__OpDef *sig = f->fd->signature;
-    for (size_t r = 0; r < sig->n_output_arg; r++) {
+    /* roots: the ret values, then the control rets that assign variables
+     * (a TF2 training function's updates; tf_ops_state.c) */
+    size_t n_roots = sig->n_output_arg + f->fd->n_control_ret;
+    for (size_t r = 0; r < n_roots; r++) {
         const char *s;
         int root, k;
-        if (!ret_of(f, r, &s) || !fn_ref(f, s, "ret value", &root, &k))
+        if (r >= sig->n_output_arg) {
+            const Tensorflow__FunctionDef__ControlRetEntry *e = f->fd->control_ret[r - sig->n_output_arg];
+            root = e && e->value ? find_node(f, e->value) : -1;
+            if (root < 0 || !tf_op_is_assign(nd_op(f->fd->node_def[root])) || f->state[root] == 2)
+                continue;
+        } else if (!ret_of(f, r, &s) || !fn_ref(f, s, "ret value", &root, &k)) {
             return false;
+        }
         if (root < 0 || f->state[root] == 2)
             continue;
         int sp = 0;
@@ -638,11 +649,8 @@ static bool check_arg(Fn *f, const Tensorflow__OpDef__ArgDef *a, const char *kin
         t = (int)v->type;
     }
     char b[40];
-    if (is_resource(t))
-        return fn_errorf(f, "%s arg '%s' is %s: resource values (variables) are not supported", kind, name,
-                         tf_type_name(t, b, sizeof b));
-    if (is_variant(t))
-        return true;
+    if (is_variant(t) || is_resource(t))
+        return true; /* a resource handle is the variable's value (tf_ops_state.c) */
     if (t == 0)
         return fn_errorf(f, "%s arg '%s' has no type", kind, name);
     Status tmp = ST_INIT;
@@ -755,7 +763,7 @@ static bool lower_fn(TfCtx *c, FnEnv *env, const Tensorflow__FunctionDef *fd, co
         if (!ok || !(ok = instantiate(&f, nd, &cp)))
             break;
         const TfOpRow *row = tf_find_row(nd_op(nd));
-        TfCtx bc = {g, c->file, cp, row, c->st, c->lib};
+        TfCtx bc = {g, c->file, cp, row, c->st, c->lib, c->state};
         ir_graph_set_origin(g, cp->name, nd_op(nd));
         for (int k = 0; k < TF_MAX_OUTPUTS; k++)
             buf[k] = (IrValue){NULL, 0};
@@ -924,7 +932,9 @@ static bool check_count(TfCtx *c, const char *attr, int n, const char *what)
 static bool lower_partitioned_call(TfCtx *c, FnEnv *env, const IrValue *in, int n_in, IrValue *out,
                                    int *n_out)
 {
-    if (!check_type_list(c, "Tin", "input") || !check_type_list(c, "Tout", "output") ||
+    /* resource inputs are allowed: inlined, a handle is the caller's
+     * variable (tf_ops_state.c); as a loop or branch operand it is not */
+    if (!check_type_list(c, "Tout", "output") ||
         !check_count(c, "Tin", n_in, "inputs"))
         return false;
     return lower_named(c, env, "f", c->g, in, n_in, out, n_out) && check_count(c, "Tout", *n_out, "outputs");

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "compiler/tf/tf_int.h"
+#include "compiler/tf/tf_lower.h"
 
 #define TRY(v)                                                                                               \
     do {                                                                                                     \
@@ -30,207 +31,9 @@
 
 /* ---- small helpers ---- */
 
-static bool want_inputs(TfCtx *c, int n_in, int want)
-{
-    if (n_in == want)
-        return true;
-    return tf_errorf(c, "expected %d input%s, got %d", want, want == 1 ? "" : "s", n_in);
-}
-
-static const IrShape *shape_of(IrValue v)
-{
-    return &ir_value_type(v)->shape;
-}
-static tcrt_dtype dtype_of(IrValue v)
-{
-    return ir_value_type(v)->dtype;
-}
-
 static bool is_float(tcrt_dtype dt)
 {
     return dt == TCRT_F32 || dt == TCRT_F64;
-}
-
-static IrValue scalar(TfCtx *c, tcrt_dtype dt, double v)
-{
-    return ir_const_scalar_f(c->g, dt, v, c->st);
-}
-
-static IrValue unary(TfCtx *c, Op op, IrValue a)
-{
-    if (!a.node)
-        return a;
-    return ir_unary(c->g, op, a, c->st);
-}
-
-static IrValue binary(TfCtx *c, Op op, IrValue a, IrValue b)
-{
-    if (!a.node || !b.node)
-        return (IrValue){NULL, 0};
-    return ir_binary(c->g, op, a, b, c->st);
-}
-
-static IrValue select3(TfCtx *c, IrValue cond, IrValue a, IrValue b)
-{
-    if (!cond.node || !a.node || !b.node)
-        return (IrValue){NULL, 0};
-    IrValue in[3] = {cond, a, b};
-    return ir_emit1(c->g, OP_SELECT, in, 3, NULL, NULL, c->st);
-}
-
-static IrValue reshape(TfCtx *c, IrValue a, int rank, const int64_t *dims)
-{
-    if (!a.node)
-        return a;
-    IrShape s = ir_shape_make(rank, dims);
-    return ir_reshape(c->g, a, &s, c->st);
-}
-
-static IrValue transpose4(TfCtx *c, IrValue a, int p0, int p1, int p2, int p3)
-{
-    if (!a.node)
-        return a;
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    p.i[0] = p0;
-    p.i[1] = p1;
-    p.i[2] = p2;
-    p.i[3] = p3;
-    return ir_emit1(c->g, OP_TRANSPOSE, &a, 1, &p, NULL, c->st);
-}
-static IrValue to_nhwc(TfCtx *c, IrValue a)
-{
-    return transpose4(c, a, 0, 2, 3, 1);
-}
-static IrValue from_nhwc(TfCtx *c, IrValue a)
-{
-    return transpose4(c, a, 0, 3, 1, 2);
-}
-
-/* Reduction over the axes in mask, keeping dims. */
-static IrValue reduce_keep(TfCtx *c, Op op, IrValue a, int64_t mask)
-{
-    if (!a.node)
-        return a;
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    p.i[0] = mask;
-    p.i[1] = 1;
-    return ir_emit1(c->g, op, &a, 1, &p, NULL, c->st);
-}
-
-static bool shape_msg(TfCtx *c, const char *what, IrValue v, const char *need)
-{
-    char buf[200];
-    return tf_errorf(c, "%s must be %s, got shape %s", what, need,
-                     ir_shape_str(shape_of(v), buf, sizeof buf));
-}
-
-static bool want_rank(TfCtx *c, IrValue v, int rank, const char *what)
-{
-    if (shape_of(v)->rank == rank)
-        return true;
-    char need[32];
-    snprintf(need, sizeof need, "%d-D", rank);
-    return shape_msg(c, what, v, need);
-}
-
-/* data_format: NHWC (false) or NCHW (true). */
-static bool data_format(TfCtx *c, bool *nchw)
-{
-    const char *f;
-    if (!tf_attr_str(c, "data_format", &f))
-        return false;
-    if (strcmp(f, "NHWC") == 0)
-        *nchw = false;
-    else if (strcmp(f, "NCHW") == 0)
-        *nchw = true;
-    else
-        return tf_errorf(c, "unsupported data_format '%s'", f);
-    return true;
-}
-
-/* Reads a 4-entry attr list (strides, dilations, ksize) in data format order
- * and returns its H and W entries. */
-static bool hw_attr(TfCtx *c, const char *name, bool nchw, int64_t *h, int64_t *w)
-{
-    int64_t v[8];
-    int n;
-    if (!tf_attr_ints(c, name, v, 8, &n))
-        return false;
-    if (n != 4)
-        return tf_errorf(c, "attribute '%s' must have 4 values, has %d", name, n);
-    int hd = nchw ? 2 : 1, wd = nchw ? 3 : 2, cd = nchw ? 1 : 3;
-    if (v[0] != 1 || v[cd] != 1)
-        return tf_errorf(c, "attribute '%s' must be 1 in the batch and channel dimensions", name);
-    if (v[hd] <= 0 || v[wd] <= 0)
-        return tf_errorf(c, "attribute '%s' must be positive", name);
-    *h = v[hd];
-    *w = v[wd];
-    return true;
-}
-
-/* Pads for one spatial dim under `padding` (SAME / VALID / EXPLICIT). */
-static void same_pads(int64_t in, int64_t k, int64_t s, int64_t d, int64_t *lo, int64_t *hi)
-{
-    int64_t keff = (k - 1) * d + 1;
-    int64_t out = (in + s - 1) / s;
-    int64_t total = (out - 1) * s + keff - in;
-    if (total < 0)
-        total = 0;
-    *lo = total / 2;
-    *hi = total - *lo;
-}
-
-/* Conv parameter block (TCRT_CONV_* layout) from strides, dilations and
- * explicit pads (top, left, bottom, right). */
-static IrParams conv_params(int64_t sh, int64_t sw, int64_t dh, int64_t dw, const int64_t pads[4])
-{
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    p.i[TCRT_CONV_SH] = sh;
-    p.i[TCRT_CONV_SW] = sw;
-    p.i[TCRT_CONV_DH] = dh;
-    p.i[TCRT_CONV_DW] = dw;
-    p.i[TCRT_CONV_PT] = pads[0];
-    p.i[TCRT_CONV_PL] = pads[1];
-    p.i[TCRT_CONV_PB] = pads[2];
-    p.i[TCRT_CONV_PR] = pads[3];
-    return p;
-}
-
-/* Fills pads[4] = top, left, bottom, right for an NHWC input of height ih,
- * width iw. */
-static bool window_pads(TfCtx *c, bool nchw, int64_t ih, int64_t iw, int64_t kh, int64_t kw, int64_t sh,
-                        int64_t sw, int64_t dh, int64_t dw, int64_t pads[4])
-{
-    const char *padding;
-    if (!tf_attr_str(c, "padding", &padding))
-        return false;
-    if (strcmp(padding, "SAME") == 0) {
-        same_pads(ih, kh, sh, dh, &pads[0], &pads[2]);
-        same_pads(iw, kw, sw, dw, &pads[1], &pads[3]);
-    } else if (strcmp(padding, "VALID") == 0) {
-        pads[0] = pads[1] = pads[2] = pads[3] = 0;
-    } else if (strcmp(padding, "EXPLICIT") == 0) {
-        int64_t e[16];
-        int n;
-        if (!tf_attr_ints(c, "explicit_paddings", e, 16, &n))
-            return false;
-        if (n != 8)
-            return tf_errorf(c, "explicit_paddings must have 8 values, has %d", n);
-        int hd = nchw ? 2 : 1, wd = nchw ? 3 : 2;
-        pads[0] = e[2 * hd];
-        pads[2] = e[2 * hd + 1];
-        pads[1] = e[2 * wd];
-        pads[3] = e[2 * wd + 1];
-        for (int i = 0; i < 4; i++)
-            if (pads[i] < 0)
-                return tf_errorf(c, "explicit_paddings must not be negative");
-    } else {
-        return tf_errorf(c, "unsupported padding '%s'", padding);
-    }
-    return true;
 }
 
 /* ---- elementwise ---- */
@@ -265,25 +68,25 @@ static bool elem_op(TfCtx *c, Op *op)
 static bool lower_unary(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     Op op;
-    if (!want_inputs(c, n_in, 1) || !elem_op(c, &op))
+    if (!tfl_want_inputs(c, n_in, 1) || !elem_op(c, &op))
         return false;
     *n_out = 1;
     /* Rounding an integer is the identity (TF Round/Floor/Ceil on ints). */
-    if ((op == OP_ROUND || op == OP_FLOOR || op == OP_CEIL) && !is_float(dtype_of(in[0]))) {
+    if ((op == OP_ROUND || op == OP_FLOOR || op == OP_CEIL) && !is_float(tfl_dtype(in[0]))) {
         out[0] = in[0];
         return true;
     }
-    out[0] = unary(c, op, in[0]);
+    out[0] = tfl_unary(c, op, in[0]);
     return out[0].node != NULL;
 }
 
 static bool lower_binary(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     Op op;
-    if (!want_inputs(c, n_in, 2) || !elem_op(c, &op))
+    if (!tfl_want_inputs(c, n_in, 2) || !elem_op(c, &op))
         return false;
     *n_out = 1;
-    out[0] = binary(c, op, in[0], in[1]);
+    out[0] = tfl_binary(c, op, in[0], in[1]);
     return out[0].node != NULL;
 }
 
@@ -293,7 +96,7 @@ static bool lower_addn(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int 
         return tf_errorf(c, "expected at least 1 input, got %d", n_in);
     IrValue acc = in[0];
     for (int i = 1; i < n_in; i++)
-        acc = binary(c, OP_ADD, acc, in[i]);
+        acc = tfl_binary(c, OP_ADD, acc, in[i]);
     *n_out = 1;
     out[0] = acc;
     return acc.node != NULL;
@@ -301,112 +104,112 @@ static bool lower_addn(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int 
 
 static bool lower_squared_difference(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 2))
+    if (!tfl_want_inputs(c, n_in, 2))
         return false;
     *n_out = 1;
-    out[0] = unary(c, OP_SQUARE, binary(c, OP_SUB, in[0], in[1]));
+    out[0] = tfl_unary(c, OP_SQUARE, tfl_binary(c, OP_SUB, in[0], in[1]));
     return out[0].node != NULL;
 }
 
 /* DivNoNan: 0 where y == 0, else x / y. */
 static bool lower_div_no_nan(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 2))
+    if (!tfl_want_inputs(c, n_in, 2))
         return false;
-    tcrt_dtype dt = dtype_of(in[0]);
-    IrValue zero = scalar(c, dt, 0);
-    IrValue is_zero = binary(c, OP_EQ, in[1], zero);
-    IrValue q = binary(c, OP_DIV, in[0], in[1]);
+    tcrt_dtype dt = tfl_dtype(in[0]);
+    IrValue zero = tfl_scalar(c, dt, 0);
+    IrValue is_zero = tfl_binary(c, OP_EQ, in[1], zero);
+    IrValue q = tfl_binary(c, OP_DIV, in[0], in[1]);
     *n_out = 1;
-    out[0] = select3(c, is_zero, zero, q);
+    out[0] = tfl_select(c, is_zero, zero, q);
     return out[0].node != NULL;
 }
 
 /* trunc(q) for floats: sign(q) * floor(|q|). */
 static IrValue trunc_f(TfCtx *c, IrValue q)
 {
-    return binary(c, OP_MUL, unary(c, OP_SIGN, q), unary(c, OP_FLOOR, unary(c, OP_ABS, q)));
+    return tfl_binary(c, OP_MUL, tfl_unary(c, OP_SIGN, q), tfl_unary(c, OP_FLOOR, tfl_unary(c, OP_ABS, q)));
 }
 
 /* TruncateDiv: integer division truncates already (DIV); floats trunc(x/y). */
 static bool lower_truncate_div(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 2))
+    if (!tfl_want_inputs(c, n_in, 2))
         return false;
-    IrValue q = binary(c, OP_DIV, in[0], in[1]);
+    IrValue q = tfl_binary(c, OP_DIV, in[0], in[1]);
     *n_out = 1;
-    out[0] = is_float(dtype_of(in[0])) ? trunc_f(c, q) : q;
+    out[0] = is_float(tfl_dtype(in[0])) ? trunc_f(c, q) : q;
     return out[0].node != NULL;
 }
 
 /* Mod / TruncateMod: x - trunc(x/y)*y, the sign of x (C's fmod, %). */
 static bool lower_mod(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 2))
+    if (!tfl_want_inputs(c, n_in, 2))
         return false;
-    IrValue q = binary(c, OP_DIV, in[0], in[1]);
-    if (is_float(dtype_of(in[0])))
+    IrValue q = tfl_binary(c, OP_DIV, in[0], in[1]);
+    if (is_float(tfl_dtype(in[0])))
         q = trunc_f(c, q);
     *n_out = 1;
-    out[0] = binary(c, OP_SUB, in[0], binary(c, OP_MUL, q, in[1]));
+    out[0] = tfl_binary(c, OP_SUB, in[0], tfl_binary(c, OP_MUL, q, in[1]));
     return out[0].node != NULL;
 }
 
 static bool lower_expm1(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 1))
+    if (!tfl_want_inputs(c, n_in, 1))
         return false;
     *n_out = 1;
-    out[0] = binary(c, OP_SUB, unary(c, OP_EXP, in[0]), scalar(c, dtype_of(in[0]), 1));
+    out[0] = tfl_binary(c, OP_SUB, tfl_unary(c, OP_EXP, in[0]), tfl_scalar(c, tfl_dtype(in[0]), 1));
     return out[0].node != NULL;
 }
 
 /* IsNan: x != x.  IsInf: |x| == inf.  IsFinite: x - x == 0 (NaN for inf and NaN). */
 static bool lower_is_class(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 1))
+    if (!tfl_want_inputs(c, n_in, 1))
         return false;
     IrValue x = in[0];
-    tcrt_dtype dt = dtype_of(x);
+    tcrt_dtype dt = tfl_dtype(x);
     const char *op = c->row->tf_op;
     *n_out = 1;
     if (strcmp(op, "IsNan") == 0)
-        out[0] = binary(c, OP_NE, x, x);
+        out[0] = tfl_binary(c, OP_NE, x, x);
     else if (strcmp(op, "IsInf") == 0)
-        out[0] = binary(c, OP_EQ, unary(c, OP_ABS, x), scalar(c, dt, INFINITY));
+        out[0] = tfl_binary(c, OP_EQ, tfl_unary(c, OP_ABS, x), tfl_scalar(c, dt, INFINITY));
     else
-        out[0] = binary(c, OP_EQ, binary(c, OP_SUB, x, x), scalar(c, dt, 0));
+        out[0] = tfl_binary(c, OP_EQ, tfl_binary(c, OP_SUB, x, x), tfl_scalar(c, dt, 0));
     return out[0].node != NULL;
 }
 
 /* Atan: atan2(x, 1). */
 static bool lower_atan(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 1))
+    if (!tfl_want_inputs(c, n_in, 1))
         return false;
     *n_out = 1;
-    out[0] = binary(c, OP_ATAN2, in[0], scalar(c, dtype_of(in[0]), 1));
+    out[0] = tfl_binary(c, OP_ATAN2, in[0], tfl_scalar(c, tfl_dtype(in[0]), 1));
     return out[0].node != NULL;
 }
 
 /* ClipByValue: min(max(x, lo), hi). */
 static bool lower_clip_by_value(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 3))
+    if (!tfl_want_inputs(c, n_in, 3))
         return false;
     *n_out = 1;
-    out[0] = binary(c, OP_MIN, binary(c, OP_MAX, in[0], in[1]), in[2]);
+    out[0] = tfl_binary(c, OP_MIN, tfl_binary(c, OP_MAX, in[0], in[1]), in[2]);
     return out[0].node != NULL;
 }
 
 /* L2Loss: sum(x^2) / 2 over every axis, a scalar. */
 static bool lower_l2_loss(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 1))
+    if (!tfl_want_inputs(c, n_in, 1))
         return false;
     IrValue x = in[0];
-    int rank = shape_of(x)->rank;
-    IrValue sq = unary(c, OP_SQUARE, x);
+    int rank = tfl_shape(x)->rank;
+    IrValue sq = tfl_unary(c, OP_SQUARE, x);
     if (rank > 0 && sq.node) {
         IrParams p;
         memset(&p, 0, sizeof p);
@@ -415,7 +218,7 @@ static bool lower_l2_loss(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
         sq = ir_emit1(c->g, OP_REDUCE_SUM, &sq, 1, &p, NULL, c->st);
     }
     *n_out = 1;
-    out[0] = binary(c, OP_MUL, sq, scalar(c, dtype_of(x), 0.5));
+    out[0] = tfl_binary(c, OP_MUL, sq, tfl_scalar(c, tfl_dtype(x), 0.5));
     return out[0].node != NULL;
 }
 
@@ -423,34 +226,34 @@ static bool lower_l2_loss(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
 
 static IrValue relu6(TfCtx *c, IrValue x)
 {
-    return binary(c, OP_MIN, unary(c, OP_RELU, x), scalar(c, dtype_of(x), 6));
+    return tfl_binary(c, OP_MIN, tfl_unary(c, OP_RELU, x), tfl_scalar(c, tfl_dtype(x), 6));
 }
 
 /* x > 0 ? x : exp(x) - 1 */
 static IrValue elu(TfCtx *c, IrValue x)
 {
-    tcrt_dtype dt = dtype_of(x);
-    IrValue neg = binary(c, OP_SUB, unary(c, OP_EXP, x), scalar(c, dt, 1));
-    return select3(c, binary(c, OP_GT, x, scalar(c, dt, 0)), x, neg);
+    tcrt_dtype dt = tfl_dtype(x);
+    IrValue neg = tfl_binary(c, OP_SUB, tfl_unary(c, OP_EXP, x), tfl_scalar(c, dt, 1));
+    return tfl_select(c, tfl_binary(c, OP_GT, x, tfl_scalar(c, dt, 0)), x, neg);
 }
 
 /* x > 0 ? x : alpha * x */
 static IrValue leaky(TfCtx *c, IrValue x, double alpha)
 {
-    tcrt_dtype dt = dtype_of(x);
-    return select3(c, binary(c, OP_GT, x, scalar(c, dt, 0)), x, binary(c, OP_MUL, x, scalar(c, dt, alpha)));
+    tcrt_dtype dt = tfl_dtype(x);
+    return tfl_select(c, tfl_binary(c, OP_GT, x, tfl_scalar(c, dt, 0)), x, tfl_binary(c, OP_MUL, x, tfl_scalar(c, dt, alpha)));
 }
 
 /* max(x, 0) + alpha * min(x, 0) */
 static IrValue prelu(TfCtx *c, IrValue x, IrValue alpha)
 {
-    IrValue zero = scalar(c, dtype_of(x), 0);
-    return binary(c, OP_ADD, unary(c, OP_RELU, x), binary(c, OP_MUL, alpha, binary(c, OP_MIN, x, zero)));
+    IrValue zero = tfl_scalar(c, tfl_dtype(x), 0);
+    return tfl_binary(c, OP_ADD, tfl_unary(c, OP_RELU, x), tfl_binary(c, OP_MUL, alpha, tfl_binary(c, OP_MIN, x, zero)));
 }
 
 static bool lower_relu6(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 1))
+    if (!tfl_want_inputs(c, n_in, 1))
         return false;
     *n_out = 1;
     out[0] = relu6(c, in[0]);
@@ -459,7 +262,7 @@ static bool lower_relu6(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int
 
 static bool lower_elu(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 1))
+    if (!tfl_want_inputs(c, n_in, 1))
         return false;
     *n_out = 1;
     out[0] = elu(c, in[0]);
@@ -469,24 +272,24 @@ static bool lower_elu(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *
 /* scale * (x > 0 ? x : alpha * (exp(x) - 1)), constants from TF's selu. */
 static bool lower_selu(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 1))
+    if (!tfl_want_inputs(c, n_in, 1))
         return false;
     const double alpha = 1.6732632423543772848170429916717;
     const double scale = 1.0507009873554804934193349852946;
-    tcrt_dtype dt = dtype_of(in[0]);
+    tcrt_dtype dt = tfl_dtype(in[0]);
     IrValue x = in[0];
     IrValue neg =
-        binary(c, OP_MUL, binary(c, OP_SUB, unary(c, OP_EXP, x), scalar(c, dt, 1)), scalar(c, dt, alpha));
-    IrValue y = select3(c, binary(c, OP_GT, x, scalar(c, dt, 0)), x, neg);
+        tfl_binary(c, OP_MUL, tfl_binary(c, OP_SUB, tfl_unary(c, OP_EXP, x), tfl_scalar(c, dt, 1)), tfl_scalar(c, dt, alpha));
+    IrValue y = tfl_select(c, tfl_binary(c, OP_GT, x, tfl_scalar(c, dt, 0)), x, neg);
     *n_out = 1;
-    out[0] = binary(c, OP_MUL, y, scalar(c, dt, scale));
+    out[0] = tfl_binary(c, OP_MUL, y, tfl_scalar(c, dt, scale));
     return out[0].node != NULL;
 }
 
 static bool lower_leaky_relu(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     double alpha;
-    if (!want_inputs(c, n_in, 1) || !tf_attr_float(c, "alpha", &alpha))
+    if (!tfl_want_inputs(c, n_in, 1) || !tf_attr_float(c, "alpha", &alpha))
         return false;
     *n_out = 1;
     out[0] = leaky(c, in[0], alpha);
@@ -495,7 +298,7 @@ static bool lower_leaky_relu(TfCtx *c, const IrValue *in, int n_in, IrValue *out
 
 static bool lower_prelu(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 2))
+    if (!tfl_want_inputs(c, n_in, 2))
         return false;
     *n_out = 1;
     out[0] = prelu(c, in[0], in[1]);
@@ -505,24 +308,24 @@ static bool lower_prelu(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int
 /* Stable softplus: max(x, 0) + log1p(exp(-|x|)). */
 static bool lower_softplus(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 1))
+    if (!tfl_want_inputs(c, n_in, 1))
         return false;
     IrValue x = in[0];
-    IrValue t = unary(c, OP_LOG1P, unary(c, OP_EXP, unary(c, OP_NEG, unary(c, OP_ABS, x))));
+    IrValue t = tfl_unary(c, OP_LOG1P, tfl_unary(c, OP_EXP, tfl_unary(c, OP_NEG, tfl_unary(c, OP_ABS, x))));
     *n_out = 1;
-    out[0] = binary(c, OP_ADD, unary(c, OP_RELU, x), t);
+    out[0] = tfl_binary(c, OP_ADD, tfl_unary(c, OP_RELU, x), t);
     return out[0].node != NULL;
 }
 
 /* x / (1 + |x|) */
 static bool lower_softsign(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 1))
+    if (!tfl_want_inputs(c, n_in, 1))
         return false;
     IrValue x = in[0];
-    IrValue d = binary(c, OP_ADD, unary(c, OP_ABS, x), scalar(c, dtype_of(x), 1));
+    IrValue d = tfl_binary(c, OP_ADD, tfl_unary(c, OP_ABS, x), tfl_scalar(c, tfl_dtype(x), 1));
     *n_out = 1;
-    out[0] = binary(c, OP_DIV, x, d);
+    out[0] = tfl_binary(c, OP_DIV, x, d);
     return out[0].node != NULL;
 }
 
@@ -530,18 +333,18 @@ static bool lower_softsign(TfCtx *c, const IrValue *in, int n_in, IrValue *out, 
  * log_softmax = (x - max) - log(sum(exp(x - max))). */
 static bool softmax_common(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out, bool log_form)
 {
-    if (!want_inputs(c, n_in, 1))
+    if (!tfl_want_inputs(c, n_in, 1))
         return false;
     IrValue x = in[0];
-    int rank = shape_of(x)->rank;
+    int rank = tfl_shape(x)->rank;
     if (rank < 1)
-        return shape_msg(c, "input", x, "at least 1-D");
+        return tfl_shape_msg(c, "input", x, "at least 1-D");
     int64_t mask = (int64_t)1 << (rank - 1);
-    IrValue d = binary(c, OP_SUB, x, reduce_keep(c, OP_REDUCE_MAX, x, mask));
-    IrValue e = unary(c, OP_EXP, d);
-    IrValue s = reduce_keep(c, OP_REDUCE_SUM, e, mask);
+    IrValue d = tfl_binary(c, OP_SUB, x, tfl_reduce(c, OP_REDUCE_MAX, x, mask, true));
+    IrValue e = tfl_unary(c, OP_EXP, d);
+    IrValue s = tfl_reduce(c, OP_REDUCE_SUM, e, mask, true);
     *n_out = 1;
-    out[0] = log_form ? binary(c, OP_SUB, d, unary(c, OP_LOG, s)) : binary(c, OP_DIV, e, s);
+    out[0] = log_form ? tfl_binary(c, OP_SUB, d, tfl_unary(c, OP_LOG, s)) : tfl_binary(c, OP_DIV, e, s);
     return out[0].node != NULL;
 }
 
@@ -560,10 +363,10 @@ static bool lower_log_softmax(TfCtx *c, const IrValue *in, int n_in, IrValue *ou
 /* Select (v1): a rank-1 condition picks rows of higher-rank x and y. */
 static bool lower_select(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 3))
+    if (!tfl_want_inputs(c, n_in, 3))
         return false;
     IrValue cond = in[0];
-    const IrShape *cs = shape_of(cond), *xs = shape_of(in[1]);
+    const IrShape *cs = tfl_shape(cond), *xs = tfl_shape(in[1]);
     if (cs->rank == 1 && xs->rank > 1) {
         if (cs->dims[0] != xs->dims[0])
             return tf_errorf(c, "condition has %lld elements but x has %lld rows", (long long)cs->dims[0],
@@ -572,29 +375,29 @@ static bool lower_select(TfCtx *c, const IrValue *in, int n_in, IrValue *out, in
         dims[0] = cs->dims[0];
         for (int i = 1; i < xs->rank; i++)
             dims[i] = 1;
-        cond = reshape(c, cond, xs->rank, dims);
+        cond = tfl_reshape(c, cond, xs->rank, dims);
     }
     *n_out = 1;
-    out[0] = select3(c, cond, in[1], in[2]);
+    out[0] = tfl_select(c, cond, in[1], in[2]);
     return out[0].node != NULL;
 }
 
 static bool lower_select_v2(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 3))
+    if (!tfl_want_inputs(c, n_in, 3))
         return false;
     *n_out = 1;
-    out[0] = select3(c, in[0], in[1], in[2]);
+    out[0] = tfl_select(c, in[0], in[1], in[2]);
     return out[0].node != NULL;
 }
 
 static bool lower_cast(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     tcrt_dtype to;
-    if (!want_inputs(c, n_in, 1) || !tf_attr_type(c, "DstT", &to))
+    if (!tfl_want_inputs(c, n_in, 1) || !tf_attr_type(c, "DstT", &to))
         return false;
     *n_out = 1;
-    if (dtype_of(in[0]) == to) {
+    if (tfl_dtype(in[0]) == to) {
         out[0] = in[0];
         return true;
     }
@@ -607,7 +410,7 @@ static bool lower_random_uniform(TfCtx *c, const IrValue *in, int n_in, IrValue 
     int64_t dims[IR_MAX_RANK + 1], seed, seed2;
     int n;
     IrType t;
-    if (!want_inputs(c, n_in, 1) || !tf_const_ints(c, in[0], "input 0 (shape)", dims, IR_MAX_RANK + 1, &n) ||
+    if (!tfl_want_inputs(c, n_in, 1) || !tf_const_ints(c, in[0], "input 0 (shape)", dims, IR_MAX_RANK + 1, &n) ||
         !tf_attr_type(c, "dtype", &t.dtype) || !tf_attr_int(c, "seed", &seed) ||
         !tf_attr_int(c, "seed2", &seed2))
         return false;
@@ -640,26 +443,26 @@ static IrValue channel_vec(TfCtx *c, IrValue v, int rank, bool nchw)
     if (!nchw || !v.node)
         return v;
     int64_t dims[IR_MAX_RANK];
-    dims[0] = shape_of(v)->dims[0];
+    dims[0] = tfl_shape(v)->dims[0];
     for (int i = 1; i < rank - 1; i++)
         dims[i] = 1;
-    return reshape(c, v, rank - 1, dims);
+    return tfl_reshape(c, v, rank - 1, dims);
 }
 
 static bool lower_bias_add(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     bool nchw;
-    if (!want_inputs(c, n_in, 2) || !data_format(c, &nchw) || !want_rank(c, in[1], 1, "bias"))
+    if (!tfl_want_inputs(c, n_in, 2) || !tfl_data_format(c, &nchw) || !tfl_want_rank(c, in[1], 1, "bias"))
         return false;
-    const IrShape *xs = shape_of(in[0]);
+    const IrShape *xs = tfl_shape(in[0]);
     int cd = nchw ? 1 : xs->rank - 1;
     if (xs->rank < (nchw ? 3 : 1))
-        return shape_msg(c, "input", in[0], nchw ? "at least 3-D for NCHW" : "at least 1-D");
-    if (xs->dims[cd] != shape_of(in[1])->dims[0])
+        return tfl_shape_msg(c, "input", in[0], nchw ? "at least 3-D for NCHW" : "at least 1-D");
+    if (xs->dims[cd] != tfl_shape(in[1])->dims[0])
         return tf_errorf(c, "bias has %lld elements but the input has %lld channels",
-                         (long long)shape_of(in[1])->dims[0], (long long)xs->dims[cd]);
+                         (long long)tfl_shape(in[1])->dims[0], (long long)xs->dims[cd]);
     *n_out = 1;
-    out[0] = binary(c, OP_ADD, in[0], channel_vec(c, in[1], xs->rank, nchw));
+    out[0] = tfl_binary(c, OP_ADD, in[0], channel_vec(c, in[1], xs->rank, nchw));
     return out[0].node != NULL;
 }
 
@@ -672,40 +475,40 @@ static bool lower_fused_batch_norm(TfCtx *c, const IrValue *in, int n_in, IrValu
 {
     bool nchw, training;
     double eps;
-    if (!want_inputs(c, n_in, 5) || !data_format(c, &nchw) || !tf_attr_float(c, "epsilon", &eps) ||
-        !tf_attr_bool(c, "is_training", &training) || !want_rank(c, in[0], 4, "input x"))
+    if (!tfl_want_inputs(c, n_in, 5) || !tfl_data_format(c, &nchw) || !tf_attr_float(c, "epsilon", &eps) ||
+        !tf_attr_bool(c, "is_training", &training) || !tfl_want_rank(c, in[0], 4, "input x"))
         return false;
     IrValue x = in[0], scale = in[1], offset = in[2], mean = in[3], var = in[4];
-    const IrShape *xs = shape_of(x);
+    const IrShape *xs = tfl_shape(x);
     int64_t ch = xs->dims[nchw ? 1 : 3];
     const char *names[5] = {"x", "scale", "offset", "mean", "variance"};
     for (int i = 1; i < 5; i++) {
-        if (!want_rank(c, in[i], 1, names[i]))
+        if (!tfl_want_rank(c, in[i], 1, names[i]))
             return false;
-        int64_t d = shape_of(in[i])->dims[0];
+        int64_t d = tfl_shape(in[i])->dims[0];
         if (d != ch && !(training && i >= 3 && d == 0))
             return tf_errorf(c, "%s has %lld elements but x has %lld channels", names[i], (long long)d,
                              (long long)ch);
     }
-    tcrt_dtype dt = dtype_of(x);
+    tcrt_dtype dt = tfl_dtype(x);
     IrValue y, bmean, bvar;
     if (training) {
         int64_t mask = nchw ? 0xD : 0x7; /* N, H, W */
         int64_t count = xs->dims[0] * xs->dims[1] * xs->dims[2] * xs->dims[3] / (ch ? ch : 1);
-        IrValue cnt = scalar(c, dt, (double)count);
-        IrValue m = binary(c, OP_DIV, reduce_keep(c, OP_REDUCE_SUM, x, mask), cnt);
-        IrValue d = binary(c, OP_SUB, x, m);
-        IrValue v = binary(c, OP_DIV, reduce_keep(c, OP_REDUCE_SUM, unary(c, OP_SQUARE, d), mask), cnt);
-        IrValue f = binary(c, OP_MUL, channel_vec(c, scale, 4, nchw),
-                           unary(c, OP_RSQRT, binary(c, OP_ADD, v, scalar(c, dt, eps))));
-        y = binary(c, OP_ADD, binary(c, OP_MUL, d, f), channel_vec(c, offset, 4, nchw));
-        bmean = reshape(c, m, 1, &ch);
-        IrValue vu = count > 1 ? binary(c, OP_MUL, v, scalar(c, dt, (double)count / (double)(count - 1))) : v;
-        bvar = reshape(c, vu, 1, &ch);
+        IrValue cnt = tfl_scalar(c, dt, (double)count);
+        IrValue m = tfl_binary(c, OP_DIV, tfl_reduce(c, OP_REDUCE_SUM, x, mask, true), cnt);
+        IrValue d = tfl_binary(c, OP_SUB, x, m);
+        IrValue v = tfl_binary(c, OP_DIV, tfl_reduce(c, OP_REDUCE_SUM, tfl_unary(c, OP_SQUARE, d), mask, true), cnt);
+        IrValue f = tfl_binary(c, OP_MUL, channel_vec(c, scale, 4, nchw),
+                           tfl_unary(c, OP_RSQRT, tfl_binary(c, OP_ADD, v, tfl_scalar(c, dt, eps))));
+        y = tfl_binary(c, OP_ADD, tfl_binary(c, OP_MUL, d, f), channel_vec(c, offset, 4, nchw));
+        bmean = tfl_reshape(c, m, 1, &ch);
+        IrValue vu = count > 1 ? tfl_binary(c, OP_MUL, v, tfl_scalar(c, dt, (double)count / (double)(count - 1))) : v;
+        bvar = tfl_reshape(c, vu, 1, &ch);
     } else {
-        IrValue f = binary(c, OP_MUL, scale, unary(c, OP_RSQRT, binary(c, OP_ADD, var, scalar(c, dt, eps))));
-        IrValue d = binary(c, OP_SUB, x, channel_vec(c, mean, 4, nchw));
-        y = binary(c, OP_ADD, binary(c, OP_MUL, d, channel_vec(c, f, 4, nchw)),
+        IrValue f = tfl_binary(c, OP_MUL, scale, tfl_unary(c, OP_RSQRT, tfl_binary(c, OP_ADD, var, tfl_scalar(c, dt, eps))));
+        IrValue d = tfl_binary(c, OP_SUB, x, channel_vec(c, mean, 4, nchw));
+        y = tfl_binary(c, OP_ADD, tfl_binary(c, OP_MUL, d, channel_vec(c, f, 4, nchw)),
                    channel_vec(c, offset, 4, nchw));
         bmean = mean;
         bvar = var;
@@ -732,15 +535,15 @@ static bool lower_batch_norm_global(TfCtx *c, const IrValue *in, int n_in, IrVal
 {
     double eps;
     bool scale_after;
-    if (!want_inputs(c, n_in, 5) || !tf_attr_float(c, "variance_epsilon", &eps) ||
+    if (!tfl_want_inputs(c, n_in, 5) || !tf_attr_float(c, "variance_epsilon", &eps) ||
         !tf_attr_bool(c, "scale_after_normalization", &scale_after))
         return false;
-    tcrt_dtype dt = dtype_of(in[0]);
-    IrValue f = unary(c, OP_RSQRT, binary(c, OP_ADD, in[2], scalar(c, dt, eps)));
+    tcrt_dtype dt = tfl_dtype(in[0]);
+    IrValue f = tfl_unary(c, OP_RSQRT, tfl_binary(c, OP_ADD, in[2], tfl_scalar(c, dt, eps)));
     if (scale_after)
-        f = binary(c, OP_MUL, f, in[4]);
+        f = tfl_binary(c, OP_MUL, f, in[4]);
     *n_out = 1;
-    out[0] = binary(c, OP_ADD, binary(c, OP_MUL, binary(c, OP_SUB, in[0], in[1]), f), in[3]);
+    out[0] = tfl_binary(c, OP_ADD, tfl_binary(c, OP_MUL, tfl_binary(c, OP_SUB, in[0], in[1]), f), in[3]);
     return out[0].node != NULL;
 }
 
@@ -825,7 +628,7 @@ static bool parse_fused(TfCtx *c, const IrValue *in, int n_in, bool allow_bn, Fu
     if (!st_ok(c->st))
         return false;
     if (f->has_bias) {
-        if (!want_rank(c, args[0], 1, "bias"))
+        if (!tfl_want_rank(c, args[0], 1, "bias"))
             return false;
         f->bias = args[0];
     }
@@ -834,13 +637,13 @@ static bool parse_fused(TfCtx *c, const IrValue *in, int n_in, bool allow_bn, Fu
         if (!tf_attr_float(c, "epsilon", &eps))
             return false;
         for (int k = 0; k < 4; k++)
-            if (!want_rank(c, args[k], 1, "batch norm argument"))
+            if (!tfl_want_rank(c, args[k], 1, "batch norm argument"))
                 return false;
-        tcrt_dtype dt = dtype_of(args[0]);
+        tcrt_dtype dt = tfl_dtype(args[0]);
         /* s = scale * rsqrt(var + eps); shift = offset - mean * s */
         f->bn_scale =
-            binary(c, OP_MUL, args[0], unary(c, OP_RSQRT, binary(c, OP_ADD, args[3], scalar(c, dt, eps))));
-        f->bias = binary(c, OP_SUB, args[1], binary(c, OP_MUL, args[2], f->bn_scale));
+            tfl_binary(c, OP_MUL, args[0], tfl_unary(c, OP_RSQRT, tfl_binary(c, OP_ADD, args[3], tfl_scalar(c, dt, eps))));
+        f->bias = tfl_binary(c, OP_SUB, args[1], tfl_binary(c, OP_MUL, args[2], f->bn_scale));
         TRY(f->bias);
     }
     if (f->post == POST_PRELU)
@@ -854,9 +657,9 @@ static IrValue apply_post(TfCtx *c, const Fused *f, IrValue y)
     case POST_ELU:
         return elu(c, y);
     case POST_SIGMOID:
-        return unary(c, OP_SIGMOID, y);
+        return tfl_unary(c, OP_SIGMOID, y);
     case POST_TANH:
-        return unary(c, OP_TANH, y);
+        return tfl_unary(c, OP_TANH, y);
     case POST_PRELU:
         return prelu(c, y, f->prelu_alpha);
     default:
@@ -871,40 +674,40 @@ static bool conv_core(TfCtx *c, IrValue x, IrValue w, const IrValue *bias, bool 
 {
     bool nchw;
     int64_t sh, sw, dh, dw, pads[4];
-    if (!data_format(c, &nchw) || !want_rank(c, x, 4, "input") || !want_rank(c, w, 4, "filter") ||
-        !hw_attr(c, "strides", nchw, &sh, &sw) || !hw_attr(c, "dilations", nchw, &dh, &dw))
+    if (!tfl_data_format(c, &nchw) || !tfl_want_rank(c, x, 4, "input") || !tfl_want_rank(c, w, 4, "filter") ||
+        !tfl_hw_attr(c, "strides", nchw, &sh, &sw) || !tfl_hw_attr(c, "dilations", nchw, &dh, &dw))
         return false;
     if (nchw)
-        TRY(x = to_nhwc(c, x));
-    const IrShape *xs = shape_of(x), *ws = shape_of(w);
+        TRY(x = tfl_to_nhwc(c, x));
+    const IrShape *xs = tfl_shape(x), *ws = tfl_shape(w);
     if (ws->dims[2] != xs->dims[3])
         return tf_errorf(c, "filter expects %lld input channels but the input has %lld%s",
                          (long long)ws->dims[2], (long long)xs->dims[3],
                          depthwise ? "" : " (grouped convolution is not supported)");
-    if (!window_pads(c, nchw, xs->dims[1], xs->dims[2], ws->dims[0], ws->dims[1], sh, sw, dh, dw, pads))
+    if (!tfl_window_pads(c, nchw, xs->dims[1], xs->dims[2], ws->dims[0], ws->dims[1], sh, sw, dh, dw, pads))
         return false;
-    IrParams p = conv_params(sh, sw, dh, dw, pads);
+    IrParams p = tfl_conv_params(sh, sw, dh, dw, pads);
     p.i[TCRT_CONV_DEPTHWISE] = depthwise;
     p.i[TCRT_CONV_ACT] = act;
     p.f[0] = alpha;
     IrValue ins[3] = {x, w, bias ? *bias : (IrValue){NULL, 0}};
     if (bias) {
         int64_t cout = depthwise ? ws->dims[2] * ws->dims[3] : ws->dims[3];
-        if (shape_of(*bias)->rank != 1 || shape_of(*bias)->dims[0] != cout)
+        if (tfl_shape(*bias)->rank != 1 || tfl_shape(*bias)->dims[0] != cout)
             return tf_errorf(c, "bias must have %lld elements, got shape %s", (long long)cout,
-                             ir_shape_str(shape_of(*bias), (char[200]){0}, 200));
+                             ir_shape_str(tfl_shape(*bias), (char[200]){0}, 200));
     }
     IrValue r = ir_emit1(c->g, OP_CONV2D, ins, bias ? 3 : 2, &p, NULL, c->st);
     TRY(r);
     if (nchw)
-        TRY(r = from_nhwc(c, r));
+        TRY(r = tfl_from_nhwc(c, r));
     *y = r;
     return true;
 }
 
 static bool lower_conv2d(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    if (!want_inputs(c, n_in, 2))
+    if (!tfl_want_inputs(c, n_in, 2))
         return false;
     *n_out = 1;
     return conv_core(c, in[0], in[1], NULL, strcmp(c->row->tf_op, "DepthwiseConv2dNative") == 0,
@@ -916,21 +719,21 @@ static bool lower_fused_conv2d(TfCtx *c, const IrValue *in, int n_in, IrValue *o
 {
     Fused f;
     if (n_in < 2)
-        return want_inputs(c, n_in, 2);
+        return tfl_want_inputs(c, n_in, 2);
     if (!parse_fused(c, in, n_in, true, &f))
         return false;
     bool depthwise = strcmp(c->row->tf_op, "FusedDepthwiseConv2dNative") == 0;
     IrValue w = in[1];
     if (f.has_bn) {
         /* Fold the batch norm's per-output-channel scale into the filter. */
-        if (!want_rank(c, w, 4, "filter"))
+        if (!tfl_want_rank(c, w, 4, "filter"))
             return false;
         IrValue s = f.bn_scale;
         if (depthwise) {
-            int64_t dims[2] = {shape_of(w)->dims[2], shape_of(w)->dims[3]};
-            s = reshape(c, s, 2, dims);
+            int64_t dims[2] = {tfl_shape(w)->dims[2], tfl_shape(w)->dims[3]};
+            s = tfl_reshape(c, s, 2, dims);
         }
-        TRY(w = binary(c, OP_MUL, w, s));
+        TRY(w = tfl_binary(c, OP_MUL, w, s));
     }
     IrValue y;
     if (!conv_core(c, in[0], w, (f.has_bias || f.has_bn) ? &f.bias : NULL, depthwise, f.act, f.alpha, &y))
@@ -946,10 +749,10 @@ static bool lower_conv2d_backprop_input(TfCtx *c, const IrValue *in, int n_in, I
     bool nchw;
     int64_t sizes[8], sh, sw, dh, dw, pads[4];
     int n;
-    if (!want_inputs(c, n_in, 3) || !data_format(c, &nchw) ||
+    if (!tfl_want_inputs(c, n_in, 3) || !tfl_data_format(c, &nchw) ||
         !tf_const_ints(c, in[0], "input 0 (input_sizes)", sizes, 8, &n) ||
-        !want_rank(c, in[1], 4, "filter") || !want_rank(c, in[2], 4, "out_backprop") ||
-        !hw_attr(c, "strides", nchw, &sh, &sw) || !hw_attr(c, "dilations", nchw, &dh, &dw))
+        !tfl_want_rank(c, in[1], 4, "filter") || !tfl_want_rank(c, in[2], 4, "out_backprop") ||
+        !tfl_hw_attr(c, "strides", nchw, &sh, &sw) || !tfl_hw_attr(c, "dilations", nchw, &dh, &dw))
         return false;
     if (n != 4)
         return tf_errorf(c, "input_sizes must have 4 values, has %d", n);
@@ -957,23 +760,23 @@ static bool lower_conv2d_backprop_input(TfCtx *c, const IrValue *in, int n_in, I
     if (nchw) {
         int64_t t[4] = {sizes[0], sizes[2], sizes[3], sizes[1]};
         memcpy(sizes, t, sizeof t);
-        TRY(dy = to_nhwc(c, dy));
+        TRY(dy = tfl_to_nhwc(c, dy));
     }
     for (int i = 0; i < 4; i++)
         if (sizes[i] <= 0)
             return tf_errorf(c, "input_sizes must be positive");
-    const IrShape *ws = shape_of(w);
-    if (!window_pads(c, nchw, sizes[1], sizes[2], ws->dims[0], ws->dims[1], sh, sw, dh, dw, pads))
+    const IrShape *ws = tfl_shape(w);
+    if (!tfl_window_pads(c, nchw, sizes[1], sizes[2], ws->dims[0], ws->dims[1], sh, sw, dh, dw, pads))
         return false;
-    IrParams p = conv_params(sh, sw, dh, dw, pads);
+    IrParams p = tfl_conv_params(sh, sw, dh, dw, pads);
     IrType t;
-    t.dtype = dtype_of(dy);
+    t.dtype = tfl_dtype(dy);
     t.shape = ir_shape_make(4, sizes);
     IrValue ins[2] = {dy, w};
     IrValue r = ir_emit1(c->g, OP_CONV2D_TRANSPOSE, ins, 2, &p, &t, c->st);
     TRY(r);
     if (nchw)
-        TRY(r = from_nhwc(c, r));
+        TRY(r = tfl_from_nhwc(c, r));
     *n_out = 1;
     out[0] = r;
     return true;
@@ -995,7 +798,7 @@ static IrValue matmul(TfCtx *c, IrValue a, IrValue b, const IrValue *bias, bool 
 static bool lower_matmul(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     bool ta, tb;
-    if (!want_inputs(c, n_in, 2) || !want_rank(c, in[0], 2, "a") || !want_rank(c, in[1], 2, "b") ||
+    if (!tfl_want_inputs(c, n_in, 2) || !tfl_want_rank(c, in[0], 2, "a") || !tfl_want_rank(c, in[1], 2, "b") ||
         !tf_attr_bool(c, "transpose_a", &ta) || !tf_attr_bool(c, "transpose_b", &tb))
         return false;
     *n_out = 1;
@@ -1008,8 +811,8 @@ static bool lower_fused_matmul(TfCtx *c, const IrValue *in, int n_in, IrValue *o
     bool ta, tb;
     Fused f;
     if (n_in < 2)
-        return want_inputs(c, n_in, 2);
-    if (!want_rank(c, in[0], 2, "a") || !want_rank(c, in[1], 2, "b") ||
+        return tfl_want_inputs(c, n_in, 2);
+    if (!tfl_want_rank(c, in[0], 2, "a") || !tfl_want_rank(c, in[1], 2, "b") ||
         !tf_attr_bool(c, "transpose_a", &ta) || !tf_attr_bool(c, "transpose_b", &tb) ||
         !parse_fused(c, in, n_in, false, &f))
         return false;
@@ -1024,9 +827,9 @@ static bool lower_fused_matmul(TfCtx *c, const IrValue *in, int n_in, IrValue *o
 static bool lower_batch_matmul(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     bool ax, ay;
-    if (!want_inputs(c, n_in, 2) || !tf_attr_bool(c, "adj_x", &ax) || !tf_attr_bool(c, "adj_y", &ay))
+    if (!tfl_want_inputs(c, n_in, 2) || !tf_attr_bool(c, "adj_x", &ax) || !tf_attr_bool(c, "adj_y", &ay))
         return false;
-    if (shape_of(in[0])->rank < 2 || shape_of(in[1])->rank < 2)
+    if (tfl_shape(in[0])->rank < 2 || tfl_shape(in[1])->rank < 2)
         return tf_errorf(c, "inputs must be at least 2-D");
     *n_out = 1;
     out[0] = matmul(c, in[0], in[1], NULL, ax, ay, TCRT_ACT_NONE, 0);
@@ -1038,13 +841,13 @@ static bool lower_batch_matmul(TfCtx *c, const IrValue *in, int n_in, IrValue *o
 static bool pool_common(TfCtx *c, IrValue x, Op op, int64_t kh, int64_t kw, int64_t sh, int64_t sw, bool nchw,
                         IrValue *y)
 {
-    if (!want_rank(c, x, 4, "input"))
+    if (!tfl_want_rank(c, x, 4, "input"))
         return false;
     if (nchw)
-        TRY(x = to_nhwc(c, x));
-    const IrShape *xs = shape_of(x);
+        TRY(x = tfl_to_nhwc(c, x));
+    const IrShape *xs = tfl_shape(x);
     int64_t pads[4];
-    if (!window_pads(c, nchw, xs->dims[1], xs->dims[2], kh, kw, sh, sw, 1, 1, pads))
+    if (!tfl_window_pads(c, nchw, xs->dims[1], xs->dims[2], kh, kw, sh, sw, 1, 1, pads))
         return false;
     IrParams p;
     memset(&p, 0, sizeof p);
@@ -1059,7 +862,7 @@ static bool pool_common(TfCtx *c, IrValue x, Op op, int64_t kh, int64_t kw, int6
     IrValue r = ir_emit1(c->g, op, &x, 1, &p, NULL, c->st);
     TRY(r);
     if (nchw)
-        TRY(r = from_nhwc(c, r));
+        TRY(r = tfl_from_nhwc(c, r));
     *y = r;
     return true;
 }
@@ -1068,8 +871,8 @@ static bool lower_pool(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int 
 {
     bool nchw;
     int64_t kh, kw, sh, sw;
-    if (!want_inputs(c, n_in, 1) || !data_format(c, &nchw) || !hw_attr(c, "ksize", nchw, &kh, &kw) ||
-        !hw_attr(c, "strides", nchw, &sh, &sw))
+    if (!tfl_want_inputs(c, n_in, 1) || !tfl_data_format(c, &nchw) || !tfl_hw_attr(c, "ksize", nchw, &kh, &kw) ||
+        !tfl_hw_attr(c, "strides", nchw, &sh, &sw))
         return false;
     Op op = strcmp(c->row->tf_op, "AvgPool") == 0 ? OP_AVGPOOL : OP_MAXPOOL;
     *n_out = 1;
@@ -1082,7 +885,7 @@ static bool lower_maxpool_v2(TfCtx *c, const IrValue *in, int n_in, IrValue *out
     bool nchw;
     int64_t k[8], s[8];
     int nk, ns;
-    if (!want_inputs(c, n_in, 3) || !data_format(c, &nchw) ||
+    if (!tfl_want_inputs(c, n_in, 3) || !tfl_data_format(c, &nchw) ||
         !tf_const_ints(c, in[1], "input 1 (ksize)", k, 8, &nk) ||
         !tf_const_ints(c, in[2], "input 2 (strides)", s, 8, &ns))
         return false;

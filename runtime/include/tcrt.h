@@ -174,7 +174,14 @@ tcrt_status tcrt_npy_write(const char *path, const tcrt_tensor *t, char *err, si
 
 /* ---- standalone executable (main.c) ----
  * Flags: --feed NAME=FILE.npy (repeatable), --out-dir DIR, --repeat N,
- * --threads N, --help.  Returns the process exit code. */
+ * --threads N, --help; training (docs/training.md): --steps N (run until
+ * the global step is N; a feed whose first dim is k times the arg's holds
+ * k batches, step i uses batch i mod k), --log-every K ("step=S NAME=X"
+ * for each float scalar result), --save PREFIX and --save-every K (a
+ * TensorBundle checkpoint of the variables plus "tfcc/global_step",
+ * written atomically; tcrt_ckpt.h), --restore PREFIX (the variables and
+ * the step before the first run).  Returns the process exit code: 0 ok,
+ * 1 run / I/O / checkpoint error, 2 usage error. */
 int tcrt_main(const tcrt_model *m, int argc, char **argv);
 
 /* Output file name for a tensor name: every char outside [A-Za-z0-9._-]

@@ -41,7 +41,8 @@ enum {
      * batch dims broadcast; f32, f64, i32, i64. */
     TCRT_MM_TA = 0, TCRT_MM_TB = 1, TCRT_MM_ACT = 2,               /* f[0]: leaky alpha */
     /* conv2d: x NHWC, w HWIO (depthwise: H,W,C,M), optional bias[Cout]; f32 only.
-     * conv2d_transpose: dy NHWC, w [kh,kw,Cout_of_result,Cdy]; params are the forward conv's. */
+     * conv2d_transpose: dy NHWC, w [kh,kw,Cout_of_result,Cdy] (depthwise: [kh,kw,C,M], Cdy = C*M);
+     * params are the forward conv's. */
     TCRT_CONV_SH = 0, TCRT_CONV_SW = 1, TCRT_CONV_DH = 2, TCRT_CONV_DW = 3,
     TCRT_CONV_PT = 4, TCRT_CONV_PL = 5, TCRT_CONV_PB = 6, TCRT_CONV_PR = 7,
     TCRT_CONV_DEPTHWISE = 8, TCRT_CONV_ACT = 9,                    /* f[0]: leaky alpha */
@@ -87,6 +88,10 @@ enum {
 tcrt_status tcrt_ref_copy(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 /* assign: in[0] the variable (unread), in[1] the new value -> out = in[1]. */
 tcrt_status tcrt_ref_assign(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+/* send, recv: the in-process halves of a cross-device edge (ref_comm.c):
+ * out = in[0], same dtype and element count. */
+tcrt_status tcrt_ref_send(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_ref_recv(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_ref_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_ref_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
@@ -125,6 +130,34 @@ tcrt_status tcrt_ref_random_uniform(const tcrt_tensor *in, int n_in, tcrt_tensor
 #define TCRT_NMS_IOU 0     /* p->f: IoU threshold, in [0, 1] */
 #define TCRT_NMS_SCORE 1   /* p->f: score threshold (scores must be > it) */
 tcrt_status tcrt_ref_nms(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+
+/* Gradient kernels (ref_grad.c; TF's backprop ops).  f32 and f64 (scatter_add:
+ * f32, f64, i32, i64).  conv2d_backprop_filter accumulates in double; the
+ * others add in the output dtype, in a fixed order (deterministic).
+ * conv2d_backprop_filter: in x NHWC, dy [N,OH,OW,O]; out dw, shape given:
+ *   HWIO [KH,KW,CI,O] (grouped when C = G*CI) or depthwise [KH,KW,C,M]
+ *   (TCRT_CONV_DEPTHWISE, dy channels C*M).  p: the forward conv2d's
+ *   TCRT_CONV_* (TCRT_CONV_ACT and TCRT_CONV_PACKED must be 0).
+ * maxpool_grad: in x NHWC, dy (maxpool's output shape); out dx (x's shape).
+ *   p: the forward TCRT_POOL_*.  dy goes to the first maximum of its window
+ *   in row-major order (a later tap wins only when strictly greater, as
+ *   TF's CPU kernel); a window with no in-bounds tap drops its dy.
+ * avgpool_grad: in dy; out dx, shape given (the forward input's).  p: the
+ *   forward TCRT_POOL_*; dy / (in-bounds taps) to each in-bounds tap.
+ * scatter_add (unsorted segment sum): in updates [I..., R...], indices
+ *   int32/int64 [I...]; out [S, R...] (shape given) = 0, then
+ *   out[indices[i], ...] += updates[i, ...] in index order.  An index
+ *   outside [0,S) is TCRT_ERR_ARG before anything is written, except that
+ *   with p->i[TCRT_SCAT_DROP_NEG] = 1 negative indices are skipped. */
+#define TCRT_SCAT_DROP_NEG 0 /* p->i: 1 = skip negative indices (TF UnsortedSegmentSum) */
+tcrt_status tcrt_ref_conv2d_backprop_filter(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                            const tcrt_params *p);
+tcrt_status tcrt_ref_maxpool_grad(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                  const tcrt_params *p);
+tcrt_status tcrt_ref_avgpool_grad(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                  const tcrt_params *p);
+tcrt_status tcrt_ref_scatter_add(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                 const tcrt_params *p);
 
 /* Fast kernels (Eigen through a C++ shim, or hand-written): same contracts as
  * their reference twins, f32 only; they fall back to the reference kernel for

@@ -4,11 +4,18 @@
  * a hand-written model descriptor (y = 2*x + 1 over an arena) to check the
  * exit codes (0 ok, 1 run/IO failure, 2 usage), that results are written
  * with the expected contents, that a failing run writes nothing, and that
- * --out-dir creates nested folders.
+ * --out-dir creates nested folders.  Training runs with a hand-written
+ * stateful descriptor (loss = w + x[0] + x[1], w := w + 1): --steps with
+ * exact and batched feeds (step i uses batch i mod k), the step=S log lines
+ * with hand-derived losses, --save / --save-every / --restore (a resumed
+ * run continues the global step and the batch sequence), "nothing to run",
+ * a missing checkpoint, and the flag errors (exit 2).
  */
 #include "tcrt.h"
+#include "tcrt_ckpt.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +166,288 @@ START_TEST(main_ok_and_errors)
 }
 END_TEST
 
+/* ---- a fake stateful model: arena [x f32[2] at 0][loss f32[] at 64]
+ * [w f32[] state at 128][w + 1 at 192]; w starts at 0.5 (the weights) ---- */
+
+static tcrt_status state_run(uint8_t *arena)
+{
+    const float *x = (const float *)arena;
+    float w;
+    memcpy(&w, arena + 128, sizeof w);
+    float loss = w + x[0] + x[1], next = w + 1;
+    memcpy(arena + 64, &loss, sizeof loss);
+    memcpy(arena + 192, &next, sizeof next);
+    return TCRT_OK;
+}
+
+static const float state_w0 = 0.5f;
+static const tcrt_io state_args[] = {{"x:0", TCRT_F32, 1, {2}, 8, 0}};
+static const tcrt_io state_results[] = {{"loss:0", TCRT_F32, 0, {0}, 4, 64}};
+static const tcrt_var state_vars[] = {{"w", TCRT_F32, 0, {0}, 4, 128, 0, 192, 1}};
+static const tcrt_model state_model = {"state",
+                                       1,
+                                       state_args,
+                                       1,
+                                       state_results,
+                                       256,
+                                       4,
+                                       state_run,
+                                       1,
+                                       state_vars,
+                                       (const unsigned char *)&state_w0};
+
+/* Runs tcrt_main(m, argv) with stdout and stderr captured; returns the text. */
+static char *capture(const tcrt_model *m, char **argv, int *rc)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    char path[128];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    *rc = tcrt_main(m, argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+#define HAS(s, sub) ck_assert_msg(strstr((s), (sub)) != NULL, "missing \"%s\" in:\n%s", (sub), (s))
+#define HASNT(s, sub) ck_assert_msg(strstr((s), (sub)) == NULL, "unexpected \"%s\" in:\n%s", (sub), (s))
+
+static void write_f32(const char *path, const float *v, int rank, int64_t d0, int64_t d1)
+{
+    tcrt_tensor t = {.data = (void *)v, .dtype = TCRT_F32, .rank = rank, .dims = {d0, d1}};
+    char err[256];
+    ck_assert_int_eq(tcrt_npy_write(path, &t, err, sizeof err), TCRT_OK);
+}
+
+START_TEST(main_steps_and_batches)
+{
+    char feed[128], feedarg[160], outarg[160];
+    snprintf(feed, sizeof feed, "%s/x.npy", dir);
+    snprintf(feedarg, sizeof feedarg, "x=%s", feed);
+    snprintf(outarg, sizeof outarg, "--out-dir=%s/out", dir);
+    int rc;
+    /* exact feed {1, 2} every step: loss = w + 3 with w = 0.5, 1.5, 2.5 */
+    static const float x2[2] = {1, 2};
+    write_f32(feed, x2, 1, 2, 0);
+    char *o =
+        capture(&state_model, (char *[]){"state", "--feed", feedarg, outarg, "--steps", "3", NULL}, &rc);
+    ck_assert_msg(rc == 0, "%s", o);
+    HAS(o, "step=1 loss:0=3.5\nstep=2 loss:0=4.5\nstep=3 loss:0=5.5\n");
+    HAS(o, "trained step=3 steps_run=3 ms_per_step=");
+    /* the result file holds the last step's loss */
+    char res[200];
+    snprintf(res, sizeof res, "%s/out/loss_0.npy", dir);
+    tcrt_tensor r;
+    char err[256];
+    ck_assert_int_eq(tcrt_npy_read(res, &r, err, sizeof err), TCRT_OK);
+    ck_assert(((float *)r.data)[0] == 5.5f);
+    free(r.data);
+    /* three batches {0,1} {2,3} {4,5} (sums 1, 5, 9), five steps: batches
+     * 0 1 2 0 1, w = 0.5 .. 4.5 -> losses 1.5 6.5 11.5 4.5 9.5 */
+    static const float x6[6] = {0, 1, 2, 3, 4, 5};
+    write_f32(feed, x6, 1, 6, 0);
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, outarg, "--steps=5", NULL}, &rc);
+    ck_assert_msg(rc == 0, "%s", o);
+    HAS(o,
+        "step=1 loss:0=1.5\nstep=2 loss:0=6.5\nstep=3 loss:0=11.5\nstep=4 loss:0=4.5\nstep=5 loss:0=9.5\n");
+    /* --log-every 2: steps 2, 4 and the last */
+    o = capture(&state_model,
+                (char *[]){"state", "--feed", feedarg, outarg, "--steps", "5", "--log-every", "2", NULL},
+                &rc);
+    ck_assert_msg(rc == 0, "%s", o);
+    HAS(o, "step=2 loss:0=6.5\nstep=4 loss:0=4.5\nstep=5 loss:0=9.5\n");
+    HASNT(o, "step=1 ");
+    /* default for N > 20: every N/10 steps (25 steps: 2, 4, ..., 24 and 25) */
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, outarg, "--steps", "25", NULL}, &rc);
+    ck_assert_msg(rc == 0, "%s", o);
+    HAS(o, "step=2 ");
+    HAS(o, "step=24 ");
+    HAS(o, "step=25 ");
+    HASNT(o, "step=3 ");
+    /* without --steps a batched file is the old shape error */
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, outarg, NULL}, &rc);
+    ck_assert_int_eq(rc, 2);
+    HAS(o, "x.npy: wrong shape: expected float32[2], got float32[6]");
+    HASNT(o, "batches");
+    /* with --steps: a first dimension that is not a multiple, or another rank */
+    write_f32(feed, x6, 1, 5, 0);
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, outarg, "--steps", "2", NULL}, &rc);
+    ck_assert_int_eq(rc, 2);
+    HAS(o, "error: feed 'x:0': ");
+    HAS(o,
+        "x.npy: wrong shape: expected float32[2], or float32[k*2] for k batches (--steps), got float32[5]");
+    write_f32(feed, x6, 2, 3, 2);
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, outarg, "--steps", "2", NULL}, &rc);
+    ck_assert_int_eq(rc, 2);
+    HAS(o, "got float32[3,2]");
+    /* flag errors */
+    write_f32(feed, x2, 1, 2, 0);
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, "--steps", "0", NULL}, &rc);
+    ck_assert_int_eq(rc, 2);
+    HAS(o, "--steps expects an integer >= 1, got '0'");
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, "--steps", "3", "--repeat", "2", NULL},
+                &rc);
+    ck_assert_int_eq(rc, 2);
+    HAS(o, "--repeat (timed inference runs) and --steps (training) cannot be combined");
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, "--log-every", "2", NULL}, &rc);
+    ck_assert_int_eq(rc, 2);
+    HAS(o, "--log-every needs --steps");
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, "--save-every", "2", NULL}, &rc);
+    ck_assert_int_eq(rc, 2);
+    HAS(o, "--save-every needs --save");
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, "--save", "ck/", NULL}, &rc);
+    ck_assert_int_eq(rc, 2);
+    HAS(o, "--save expects a checkpoint prefix");
+    o = capture(&fake, (char *[]){"fake", "--save", "ck", NULL}, &rc);
+    ck_assert_int_eq(rc, 2);
+    HAS(o, "--save: model 'fake' has no variables to checkpoint");
+    /* --help lists the variables and the training flags */
+    o = capture(&state_model, (char *[]){"state", "--help", NULL}, &rc);
+    ck_assert_int_eq(rc, 0);
+    HAS(o, "variables:\n  w float32[] (assigned)\n");
+    HAS(o, "--restore PREFIX");
+}
+END_TEST
+
+START_TEST(main_checkpoints)
+{
+    char feed[128], feedarg[160], outarg[160], prefix[160];
+    snprintf(feed, sizeof feed, "%s/x.npy", dir);
+    snprintf(feedarg, sizeof feedarg, "x=%s", feed);
+    snprintf(outarg, sizeof outarg, "--out-dir=%s/out", dir);
+    snprintf(prefix, sizeof prefix, "%s/ck/sub/model", dir); /* folders are created */
+    static const float x6[6] = {0, 1, 2, 3, 4, 5};
+    write_f32(feed, x6, 1, 6, 0);
+    int rc;
+    /* 4 steps, saved at 2 and 4 */
+    char *o = capture(&state_model,
+                      (char *[]){"state", "--feed", feedarg, outarg, "--steps", "4", "--save", prefix,
+                                 "--save-every", "2", NULL},
+                      &rc);
+    ck_assert_msg(rc == 0, "%s", o);
+    char want[300];
+    snprintf(want, sizeof want, "step=2 loss:0=6.5\nsaved step=2 %s-2\n", prefix);
+    HAS(o, want);
+    snprintf(want, sizeof want, "step=4 loss:0=4.5\nsaved step=4 %s-4\n", prefix);
+    HAS(o, want);
+    /* PREFIX.latest names the newest checkpoint of the series, PREFIX-4 */
+    char err[512], latest[300], ck4[200];
+    ck_assert_int_eq(tcrt_ckpt_resolve(prefix, latest, sizeof latest, err, sizeof err), TCRT_OK);
+    snprintf(ck4, sizeof ck4, "%s-4", prefix);
+    ck_assert_str_eq(latest, ck4);
+    /* the checkpoint holds w = 4.5 and the global step 4 */
+    tcrt_ckpt *ck = NULL;
+    ck_assert_msg(tcrt_ckpt_open(latest, &ck, err, sizeof err) == TCRT_OK, "%s", err);
+    const tcrt_ckpt_entry *e = tcrt_ckpt_find(ck, "w");
+    ck_assert_ptr_nonnull(e);
+    float w = 0;
+    ck_assert_int_eq(tcrt_ckpt_read(ck, e, &w, sizeof w, err, sizeof err), TCRT_OK);
+    ck_assert(w == 4.5f);
+    e = tcrt_ckpt_find(ck, "tfcc/global_step");
+    ck_assert_ptr_nonnull(e);
+    int64_t gs = 0;
+    ck_assert_int_eq(e->dtype, TCRT_I64);
+    ck_assert_int_eq(tcrt_ckpt_read(ck, e, &gs, sizeof gs, err, sizeof err), TCRT_OK);
+    ck_assert_int_eq(gs, 4);
+    tcrt_ckpt_close(ck);
+    /* resumed to 6: steps 5 and 6 use batches 4 mod 3 = 1 and 5 mod 3 = 2,
+     * w = 4.5, 5.5 -> losses 9.5, 14.5; saved only at the end */
+    o = capture(&state_model,
+                (char *[]){"state", "--feed", feedarg, outarg, "--steps", "6", "--restore", prefix, "--save",
+                           prefix, NULL},
+                &rc);
+    ck_assert_msg(rc == 0, "%s", o);
+    HAS(o, "step=5 loss:0=9.5\nstep=6 loss:0=14.5\n");
+    HASNT(o, "step=4 ");
+    snprintf(want, sizeof want, "saved step=6 %s-6\n", prefix);
+    HAS(o, want);
+    /* two checkpoints are kept (4 and 6); 2 is gone */
+    char old[220];
+    snprintf(old, sizeof old, "%s-2.index", prefix);
+    ck_assert_int_ne(access(old, F_OK), 0);
+    snprintf(old, sizeof old, "%s-4.index", prefix);
+    ck_assert_int_eq(access(old, F_OK), 0);
+    HAS(o, "trained step=6 steps_run=2 ");
+    /* already there: nothing runs, exit 0 */
+    o = capture(&state_model,
+                (char *[]){"state", "--feed", feedarg, outarg, "--steps", "6", "--restore", prefix, NULL},
+                &rc);
+    ck_assert_msg(rc == 0, "%s", o);
+    HAS(o, "step=6: the restored state is already at --steps 6; nothing to run");
+    HASNT(o, "loss:0=");
+    /* without --steps: one run from the restored state (w = 6.5 after 6
+     * steps), the result is its loss 6.5 + 1 + 2 */
+    static const float x2[2] = {1, 2};
+    write_f32(feed, x2, 1, 2, 0);
+    o = capture(&state_model, (char *[]){"state", "--feed", feedarg, outarg, "--restore", prefix, NULL}, &rc);
+    ck_assert_msg(rc == 0, "%s", o);
+    char res[200];
+    snprintf(res, sizeof res, "%s/out/loss_0.npy", dir);
+    tcrt_tensor r;
+    ck_assert_int_eq(tcrt_npy_read(res, &r, err, sizeof err), TCRT_OK);
+    ck_assert(((float *)r.data)[0] == 9.5f);
+    free(r.data);
+    /* a missing checkpoint: exit 1, naming it */
+    char missing[200];
+    snprintf(missing, sizeof missing, "%s/nope", dir);
+    o = capture(&state_model,
+                (char *[]){"state", "--feed", feedarg, "--steps", "2", "--restore", missing, NULL}, &rc);
+    ck_assert_int_eq(rc, 1);
+    snprintf(want, sizeof want, "error: --restore %s: ", missing);
+    HAS(o, want);
+    HAS(o, "nope.index");
+    HASNT(o, "step=1");
+    /* a corrupt checkpoint (a data byte flipped: its CRC fails): exit 1,
+     * naming it, nothing runs */
+    char data[200];
+    snprintf(data, sizeof data, "%s-6.data-00000-of-00001", prefix);
+    FILE *f = fopen(data, "r+b");
+    ck_assert_ptr_nonnull(f);
+    int c0 = fgetc(f);
+    ck_assert_int_ne(c0, EOF);
+    ck_assert_int_eq(fseek(f, 0, SEEK_SET), 0);
+    fputc(c0 ^ 0x40, f);
+    fclose(f);
+    o = capture(&state_model,
+                (char *[]){"state", "--feed", feedarg, "--steps", "8", "--restore", prefix, NULL}, &rc);
+    ck_assert_int_eq(rc, 1);
+    snprintf(want, sizeof want, "error: --restore %s-6: ", prefix);
+    HAS(o, want);
+    HAS(o, "model-6.data-00000-of-00001: ");
+    HASNT(o, "step=7");
+    /* a pointer file that names nothing sensible: exit 1, naming it */
+    char ptr[220];
+    snprintf(ptr, sizeof ptr, "%s.latest", prefix);
+    f = fopen(ptr, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs("../../etc/passwd\n", f);
+    fclose(f);
+    o = capture(&state_model,
+                (char *[]){"state", "--feed", feedarg, "--steps", "8", "--restore", prefix, NULL}, &rc);
+    ck_assert_int_eq(rc, 1);
+    HAS(o, "model.latest: not a checkpoint pointer (one line 'model-STEP' expected)");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime_main");
@@ -168,6 +457,8 @@ int main(void)
     TCase *tm = tcase_create("tcrt_main");
     tcase_add_checked_fixture(tm, setup, teardown);
     tcase_add_test(tm, main_ok_and_errors);
+    tcase_add_test(tm, main_steps_and_batches);
+    tcase_add_test(tm, main_checkpoints);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, tm);
     SRunner *sr = srunner_create(s);

@@ -414,7 +414,7 @@ static bool lower_in(IrGraph *g, const char *op, const IrValue *in, int n_in, Ir
     nd.op = (char *)op;
     const TfOpRow *row = tf_find_row(op);
     ck_assert_ptr_nonnull(row);
-    TfCtx c = {g, "test.pbtxt", &nd, row, s, NULL};
+    TfCtx c = {g, "test.pbtxt", &nd, row, s, NULL, NULL};
     int n_out = 0;
     ir_graph_set_origin(g, "w", op);
     return row->lower(&c, in, n_in, out, &n_out) && st_ok(s);
