@@ -13,8 +13,8 @@
  *   matmul       the four transpose cases of TF's _MatMulGrad, batch
  *                broadcast summed back; fused bias: sum over rows;
  *                a fused activation is undone from the output first;
- *   conv2d       input: conv2d_transpose (depthwise through an equivalent
- *                block-diagonal full filter); filter: conv2d_backprop_filter;
+ *   conv2d       input: conv2d_transpose (depthwise too, with the HWCM
+ *                filter); filter: conv2d_backprop_filter;
  *                bias and residual inputs as for an add;
  *   pools        maxpool_grad / avgpool_grad;
  *   movement     copy: reshape; transpose: inverse perm; slice: pad (strided:
@@ -319,36 +319,6 @@ static bool g_matmul(GradCtx *c, IrNode *n, const IrValue *dy, const bool *need,
     return st_ok(c->st);
 }
 
-/* Depthwise filter w [KH,KW,C,M] as the full filter [KH,KW,C,C*M] of the
- * same convolution: wf[kh,kw,c,c'*M+m] = (c == c') * w[kh,kw,c,m]. */
-static IrValue depthwise_full(GradCtx *c, IrNode *n, IrValue w)
-{
-    const IrShape *ws = &ir_value_type(w)->shape;
-    int64_t kh = ws->dims[0], kw = ws->dims[1], ch = ws->dims[2], m = ws->dims[3];
-    if (ch > 2048) {
-        grad_fail(c, n, "depthwise convolution with %lld channels (at most 2048 for the input gradient)",
-                  (long long)ch);
-        return NONE;
-    }
-    IrShape s5 = ir_shape_make(5, (int64_t[]){kh, kw, ch, 1, m});
-    IrShape se = ir_shape_make(5, (int64_t[]){1, 1, ch, ch, 1});
-    IrShape sf = ir_shape_make(4, (int64_t[]){kh, kw, ch, ch * m});
-    size_t es = ir_value_type(w)->dtype == TCRT_F64 ? 8 : 4;
-    unsigned char *eye = arena_alloc(&c->g->arena, (size_t)(ch * ch) * es + 1);
-    if (!eye) {
-        st_errorf(c->st, ST_NOMEM, "gradient: out of memory");
-        return NONE;
-    }
-    for (int64_t i = 0; i < ch; i++) {
-        if (es == 8)
-            ((double *)eye)[i * ch + i] = 1;
-        else
-            ((float *)eye)[i * ch + i] = 1;
-    }
-    IrValue e = st_ok(c->st) ? ir_const(c->g, ir_value_type(w)->dtype, &se, eye, c->st) : NONE;
-    return grad_reshape(c, MUL(grad_reshape(c, w, &s5), e), &sf);
-}
-
 static bool g_conv2d(GradCtx *c, IrNode *n, const IrValue *dy, const bool *need, IrValue *dx)
 {
     if (n->p.i[TCRT_CONV_PACKED])
@@ -360,15 +330,10 @@ static bool g_conv2d(GradCtx *c, IrNode *n, const IrValue *dy, const bool *need,
     q.i[TCRT_CONV_ACT] = 0;
     q.f[0] = 0;
     if (need[0]) {
-        IrValue wf = w;
-        if (dwise)
-            wf = depthwise_full(c, n, w);
-        else if (in_t(n, 1)->shape.dims[2] != in_t(n, 0)->shape.dims[3])
+        if (!dwise && in_t(n, 1)->shape.dims[2] != in_t(n, 0)->shape.dims[3])
             return grad_fail(c, n, "grouped convolution (input gradient)");
-        IrParams qt = q;
-        qt.i[TCRT_CONV_DEPTHWISE] = 0;
-        IrValue in[2] = {g, wf};
-        dx[0] = grad_emit(c, OP_CONV2D_TRANSPOSE, in, 2, &qt, in_t(n, 0));
+        IrValue in[2] = {g, w}; /* depthwise: conv2d_transpose takes the HWCM filter as it is */
+        dx[0] = grad_emit(c, OP_CONV2D_TRANSPOSE, in, 2, &q, in_t(n, 0));
     }
     if (need[1]) {
         IrValue in[2] = {x, g};
@@ -419,6 +384,8 @@ static bool g_avgpool(GradCtx *c, IrNode *n, const IrValue *dy, const bool *need
 static bool g_copy(GradCtx *c, IrNode *n, const IrValue *dy, const bool *need, IrValue *dx)
 {
     (void)need;
+    if (n->p.i[0] == 1)
+        return true; /* a gradient stop (StopGradient): no gradient */
     dx[0] = grad_reshape(c, dy[0], &in_t(n, 0)->shape);
     return st_ok(c->st);
 }

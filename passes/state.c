@@ -12,6 +12,8 @@
  *   - freezes a variable no live ASSIGN writes: its uses read its initial
  *     value, the CONST input, so fold, layout and pack treat it as any
  *     weight (inference from a SavedModel with variables);
+ *   - drops gradient stops (a COPY with p.i[0] = 1 from TF StopGradient:
+ *     gradients are built before the pipeline), so they cost nothing;
  *   - gives a fetch of an assigned variable's read its own COPY, so the
  *     fetched value is the run-start value even though the state buffer
  *     is overwritten by the commit after the run.
@@ -66,6 +68,14 @@ PassResult pass_state(IrGraph *g, PassCtx *cx)
             return PASS_FAILED;
         }
         writer[v->id] = n;
+    }
+    IR_FOR_EACH(g, n) {
+        if (n->op == OP_COPY && n->p.i[0] == 1 &&
+            ir_shape_eq(&n->out[0].type.shape, &ir_value_type(n->inputs[0])->shape)) {
+            ir_replace_uses(g, (IrValue){n, 0}, n->inputs[0]);
+            n->dead = true;
+            any = true;
+        }
     }
     IR_FOR_EACH(g, n) {
         if (n->op != OP_VARIABLE || n->id < 0 || n->id >= n_ids)

@@ -191,3 +191,18 @@ IrParams tfl_conv_params(int64_t sh, int64_t sw, int64_t dh, int64_t dw, const i
     p.i[TCRT_CONV_PR] = pads[3];
     return p;
 }
+
+IrParams tfl_pool_params(int64_t kh, int64_t kw, int64_t sh, int64_t sw, const int64_t pads[4])
+{
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    p.i[TCRT_POOL_KH] = kh;
+    p.i[TCRT_POOL_KW] = kw;
+    p.i[TCRT_POOL_SH] = sh;
+    p.i[TCRT_POOL_SW] = sw;
+    p.i[TCRT_POOL_PT] = pads[0];
+    p.i[TCRT_POOL_PL] = pads[1];
+    p.i[TCRT_POOL_PB] = pads[2];
+    p.i[TCRT_POOL_PR] = pads[3];
+    return p;
+}

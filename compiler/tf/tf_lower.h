@@ -59,5 +59,7 @@ bool tfl_window_pads(TfCtx *c, bool nchw, int64_t ih, int64_t iw, int64_t kh, in
                      int64_t sw, int64_t dh, int64_t dw, int64_t pads[4]);
 /* Conv parameter block (TCRT_CONV_* layout). */
 IrParams tfl_conv_params(int64_t sh, int64_t sw, int64_t dh, int64_t dw, const int64_t pads[4]);
+/* Pool parameter block (TCRT_POOL_* layout): window kh x kw, strides, pads. */
+IrParams tfl_pool_params(int64_t kh, int64_t kw, int64_t sh, int64_t sw, const int64_t pads[4]);
 
 #endif

@@ -164,6 +164,20 @@ static bool lower_identity(TfCtx *c, const IrValue *in, int n_in, IrValue *out, 
     return true;
 }
 
+/* StopGradient, PreventGradient: the value, marked so that gradients
+ * built by tfcc (--loss) stop here (a COPY with p.i[0] = 1). */
+static bool lower_stop_gradient(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    if (!need_inputs(c, n_in, 1))
+        return false;
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    p.i[0] = 1;
+    out[0] = ir_emit1(c->g, OP_COPY, &in[0], 1, &p, ir_value_type(in[0]), c->st);
+    *n_out = 1;
+    return out[0].node != NULL;
+}
+
 static bool lower_identity_n(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     if (n_in > TF_MAX_OUTPUTS)
@@ -1611,9 +1625,9 @@ static bool lower_topk_v2(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
 const TfOpRow tf_ops_array[] = {
     {"Identity", lower_identity, "", "(none)"},
     {"IdentityN", lower_identity_n, "", "(none)"},
-    {"StopGradient", lower_identity, "", "(none)"},
+    {"StopGradient", lower_stop_gradient, "", "copy (a gradient stop)"},
     {"Snapshot", lower_identity, "", "(none)"},
-    {"PreventGradient", lower_identity, "", "(none)"},
+    {"PreventGradient", lower_stop_gradient, "", "copy (a gradient stop)"},
     {"NoOp", lower_noop, "", "(none)"},
     {"Reshape", lower_reshape, "Tshape=DT_INT32", "copy"},
     {"Squeeze", lower_squeeze, "squeeze_dims=[]", "copy"},

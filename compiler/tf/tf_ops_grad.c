@@ -359,16 +359,7 @@ static bool lower_conv_backprop_filter(TfCtx *c, const IrValue *in, int n_in, Ir
     const IrShape *xs = tfl_shape(x);
     if (!tfl_window_pads(c, nchw, xs->dims[1], xs->dims[2], fs[0], fs[1], sh, sw, dh, dw, pads))
         return false;
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    p.i[TCRT_CONV_SH] = sh;
-    p.i[TCRT_CONV_SW] = sw;
-    p.i[TCRT_CONV_DH] = dh;
-    p.i[TCRT_CONV_DW] = dw;
-    p.i[TCRT_CONV_PT] = pads[0];
-    p.i[TCRT_CONV_PL] = pads[1];
-    p.i[TCRT_CONV_PB] = pads[2];
-    p.i[TCRT_CONV_PR] = pads[3];
+    IrParams p = tfl_conv_params(sh, sw, dh, dw, pads);
     p.i[TCRT_CONV_DEPTHWISE] = depthwise;
     IrType t = {tfl_dtype(x), ir_shape_make(4, fs)};
     IrValue ins[2] = {x, dy};
@@ -397,16 +388,7 @@ static bool lower_backprop_input(TfCtx *c, const IrValue *in, int n_in, IrValue 
     const IrShape *ws = tfl_shape(w);
     if (!tfl_window_pads(c, nchw, sizes[1], sizes[2], ws->dims[0], ws->dims[1], sh, sw, dh, dw, pads))
         return false;
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    p.i[TCRT_CONV_SH] = sh;
-    p.i[TCRT_CONV_SW] = sw;
-    p.i[TCRT_CONV_DH] = dh;
-    p.i[TCRT_CONV_DW] = dw;
-    p.i[TCRT_CONV_PT] = pads[0];
-    p.i[TCRT_CONV_PL] = pads[1];
-    p.i[TCRT_CONV_PB] = pads[2];
-    p.i[TCRT_CONV_PR] = pads[3];
+    IrParams p = tfl_conv_params(sh, sw, dh, dw, pads);
     p.i[TCRT_CONV_DEPTHWISE] = !v2;
     IrType t = {tfl_dtype(dy), ir_shape_make(4, sizes)};
     IrValue ins[2] = {dy, w};
@@ -415,21 +397,6 @@ static bool lower_backprop_input(TfCtx *c, const IrValue *in, int n_in, IrValue 
     if (nchw)
         TRY(r = tfl_from_nhwc(c, r));
     return one_out(r, out, n_out);
-}
-
-static IrParams pool_params(int64_t kh, int64_t kw, int64_t sh, int64_t sw, const int64_t pads[4])
-{
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    p.i[TCRT_POOL_KH] = kh;
-    p.i[TCRT_POOL_KW] = kw;
-    p.i[TCRT_POOL_SH] = sh;
-    p.i[TCRT_POOL_SW] = sw;
-    p.i[TCRT_POOL_PT] = pads[0];
-    p.i[TCRT_POOL_PL] = pads[1];
-    p.i[TCRT_POOL_PB] = pads[2];
-    p.i[TCRT_POOL_PR] = pads[3];
-    return p;
 }
 
 /* maxpool_grad of orig_input x and grad dy (orig_output is not needed: the
@@ -446,7 +413,7 @@ static bool maxpool_grad_common(TfCtx *c, IrValue x, IrValue dy, int64_t kh, int
     int64_t pads[4];
     if (!tfl_window_pads(c, nchw, tfl_shape(x)->dims[1], tfl_shape(x)->dims[2], kh, kw, sh, sw, 1, 1, pads))
         return false;
-    IrParams p = pool_params(kh, kw, sh, sw, pads);
+    IrParams p = tfl_pool_params(kh, kw, sh, sw, pads);
     IrValue ins[2] = {x, dy};
     IrValue r = ir_emit1(c->g, OP_MAXPOOL_GRAD, ins, 2, &p, NULL, c->st);
     TRY(r);
@@ -496,7 +463,7 @@ static bool lower_avgpool_grad(TfCtx *c, const IrValue *in, int n_in, IrValue *o
     }
     if (!tfl_window_pads(c, nchw, sizes[1], sizes[2], kh, kw, sh, sw, 1, 1, pads))
         return false;
-    IrParams p = pool_params(kh, kw, sh, sw, pads);
+    IrParams p = tfl_pool_params(kh, kw, sh, sw, pads);
     IrType t = {tfl_dtype(dy), ir_shape_make(4, sizes)};
     IrValue r = ir_emit1(c->g, OP_AVGPOOL_GRAD, &dy, 1, &p, &t, c->st);
     TRY(r);

@@ -849,16 +849,7 @@ static bool pool_common(TfCtx *c, IrValue x, Op op, int64_t kh, int64_t kw, int6
     int64_t pads[4];
     if (!tfl_window_pads(c, nchw, xs->dims[1], xs->dims[2], kh, kw, sh, sw, 1, 1, pads))
         return false;
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    p.i[TCRT_POOL_KH] = kh;
-    p.i[TCRT_POOL_KW] = kw;
-    p.i[TCRT_POOL_SH] = sh;
-    p.i[TCRT_POOL_SW] = sw;
-    p.i[TCRT_POOL_PT] = pads[0];
-    p.i[TCRT_POOL_PL] = pads[1];
-    p.i[TCRT_POOL_PB] = pads[2];
-    p.i[TCRT_POOL_PR] = pads[3];
+    IrParams p = tfl_pool_params(kh, kw, sh, sw, pads);
     IrValue r = ir_emit1(c->g, op, &x, 1, &p, NULL, c->st);
     TRY(r);
     if (nchw)

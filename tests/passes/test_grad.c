@@ -819,6 +819,32 @@ START_TEST(test_no_path_zero)
 }
 END_TEST
 
+/* A gradient stop (TF StopGradient: a COPY with p.i[0] = 1): for
+ * L = sum(stop(x) * x) the gradient is stop(x) = x, not 2x (hand-derived:
+ * only the second factor is differentiated). */
+START_TEST(test_stop_gradient)
+{
+    Status st = ST_INIT;
+    IrGraph *g = new_graph(false);
+    double xv[3] = {1.5, -2, 4};
+    IrValue x = cst_d(g, F64, S(3), xv, &st);
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    p.i[0] = 1;
+    IrValue sx = ir_emit1(g, OP_COPY, &x, 1, &p, ir_value_type(x), &st);
+    IrValue l = reduce(g, OP_REDUCE_SUM, ir_binary(g, OP_MUL, sx, x, &st), 1, false, &st);
+    IrValue gr[1];
+    bool has[1];
+    ck_assert_msg(pass_grad_values(g, l, &x, 1, gr, has, &st), "%s", st.msg);
+    ck_assert(has[0]);
+    ir_add_fetch(g, "g", gr[0], &st);
+    fold_all(g);
+    for (int i = 0; i < 3; i++)
+        ck_assert(cval(g->fetches[0].value, i) == xv[i]);
+    ir_graph_free(g);
+}
+END_TEST
+
 /* ---- errors ---- */
 
 #define HAS(s, sub) ck_assert_msg(strstr((s), (sub)) != NULL, "missing \"%s\" in:\n%s", (sub), (s))
@@ -1212,6 +1238,7 @@ static Suite *grad_suite(void)
     tcase_add_loop_test(tc, test_rule, 0, n);
     tcase_add_test(tc, test_table_complete);
     tcase_add_test(tc, test_no_path_zero);
+    tcase_add_test(tc, test_stop_gradient);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("errors");
