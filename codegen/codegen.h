@@ -56,4 +56,38 @@ bool cgl_available(void);
 bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t, const char *obj_path,
                      Status *st);
 
+/* cgu_: the CUDA backend (codegen/cuda/; docs/devices.md "CUDA backend"),
+ * first slice: GPU code only, no host runtime yet.  For the nodes placed on
+ * a GPU (placement on), cgu_emit writes into dir:
+ *   NAME.cu            CUDA C: a prelude, one extern "C" __global__ kernel per
+ *                      fused elementwise group, copy and reduction
+ *   NAME_cuda_plan.h   the GPU steps in schedule order (kernel launches with
+ *                      grid/block, cuBLAS GEMM and cuDNN convolution calls,
+ *                      send/recv copies), a static table
+ *   NAME.ptx           PTX for compute_XX of the lowest architecture
+ *   NAME_sm_XX.cubin   one cubin per architecture (default sm_80, sm_90)
+ * NVRTC is loaded with dlopen on first use: tfcc builds and runs without
+ * CUDA, and a missing NVRTC is an error only here.  Ops without a CUDA
+ * kernel are errors naming the node ("no CUDA kernel for 'topk' ...").
+ * Deterministic: same graph, same .cu and plan bytes. */
+typedef struct CgCudaOptions {
+    const char *const *archs;     /* "sm_80", "sm_90a", ...; n_archs 0: sm_80 and sm_90 */
+    int n_archs;
+} CgCudaOptions;
+bool cgu_emit(const IrGraph *g, const CgOptions *o, const CgCudaOptions *co, const char *dir, Status *st);
+/* The CUDA source and plan only (no NVRTC); *n_kernels (may be NULL) gets
+ * the number of __global__ kernels. */
+bool cgu_emit_source(const IrGraph *g, const CgOptions *o, FILE *cu, FILE *plan, int *n_kernels, Status *st);
+/* Whether NVRTC could be loaded (why: the reason when not; may be NULL). */
+bool cgu_nvrtc_available(char *why, size_t n);
+bool cgu_nvrtc_version(int *major, int *minor);
+/* Compiles src (named file in messages) for arch: "sm_XX" gives a cubin,
+ * "compute_XX" PTX text (NUL-terminated, *n_out without the NUL).  *out is
+ * freed with xx_free.  Errors carry NVRTC's log and the kernels (nodes) it
+ * points at. */
+bool cgu_nvrtc_compile(const char *src, const char *file, const char *arch, char **out, size_t *n_out,
+                       Status *st);
+/* "sm_80", "sm_90a", "sm_100f": sm_ and a number, optionally a or f. */
+bool cgu_arch_valid(const char *arch);
+
 #endif

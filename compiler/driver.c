@@ -1,7 +1,8 @@
 /* compiler/driver.c - the tfcc command line.
  *
  *   tfcc compile MODEL --feed NAME[:DIMS]... --fetch NAME... -o OUT
- *        [--target T]... [--cpu CPU] [--emit exe|lib|obj|c] [--backend c|llvm]
+ *        [--target T]... [--cpu CPU] [--emit exe|lib|obj|c|cuda] [--backend c|llvm]
+ *        [--cuda-arch sm_80,sm_90]
  *        [--signature KEY] [--train-op NAME]...
  *   tfcc run MODEL --feed NAME=FILE.npy... --fetch NAME... [--out-dir DIR]
  *   tfcc info MODEL
@@ -15,7 +16,9 @@
  * weights) -> per --target, the target's C compiler + runtime (targets/) ->
  * the --emit artifact: a standalone executable (OUT is its path), or in the
  * folder OUT libNAME.a, NAME.o or portable sources, each with NAME.h and
- * tcrt.h.  Several --target: one folder per target, OUT/<target>/.  run does the same
+ * tcrt.h.  Several --target: one folder per target, OUT/<target>/.  --emit cuda
+ * instead writes the GPU-placed part's CUDA code (codegen/cuda: NAME.cu, its
+ * plan, PTX and cubins via NVRTC) into the folder OUT; no host runtime yet.  run does the same
  * into a temporary folder, then executes the result on the given .npy files.
  * Every error is collected in a Status and printed once, prefixed "error: ";
  * the exit code is 0 (ok), 1 (error) or 2 (usage).
@@ -72,6 +75,8 @@ typedef struct Options {
     const char *cpu;                /* --cpu (NULL: each target's default) */
     const char *emit;               /* --emit exe|lib|obj|c (NULL: exe) */
     const char *backend;            /* --backend c|llvm (NULL: c) */
+    const char *cuda_archs[MAX_ITEMS]; /* --cuda-arch, split at commas (none: sm_80, sm_90) */
+    int n_cuda_archs;
     const char *loss;               /* --loss TENSOR: train (with --optimizer) */
     const char *optimizer;          /* --optimizer SPEC (passes.h pass_grad_parse_optimizer) */
     const char *trainable;          /* --trainable all|NAME[,NAME...] */
@@ -148,6 +153,12 @@ static void usage(FILE *f)
             "                      and c go in the folder -o, with NAME.h and tcrt.h; several\n"
             "                      --target: -o OUT gives OUT/<target>/\n"
             "  --backend B         c (default) or llvm (when tfcc was built with LLVM 19)\n"
+            "  --emit cuda         with nodes placed on a GPU (--default-device gpu:0,\n"
+            "                      --device-map): write their CUDA code into the folder -o:\n"
+            "                      NAME.cu, NAME_cuda_plan.h, NAME.ptx, NAME_sm_XX.cubin (needs\n"
+            "                      NVRTC at run time; GPU code only, not runnable yet: the host\n"
+            "                      runtime is not written; docs/devices.md)\n"
+            "  --cuda-arch LIST    GPU architectures for --emit cuda (default sm_80,sm_90)\n"
             "  --out-dir DIR       (run) where fetched tensors are written (default .)\n"
             "  --loss TENSOR       build a training step: gradients of this float scalar with\n"
             "                      respect to the trainable variables, then --optimizer's update\n"
@@ -294,8 +305,8 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
             i++;
         } else if (!strcmp(a, "--emit")) {
             TAKE(emit);
-            if (strcmp(v, "exe") && strcmp(v, "lib") && strcmp(v, "obj") && strcmp(v, "c")) {
-                fprintf(err, "error: unknown --emit kind '%s' (exe, lib, obj or c)\n", v);
+            if (strcmp(v, "exe") && strcmp(v, "lib") && strcmp(v, "obj") && strcmp(v, "c") && strcmp(v, "cuda")) {
+                fprintf(err, "error: unknown --emit kind '%s' (exe, lib, obj, c or cuda)\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--backend")) {
@@ -347,6 +358,24 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
             o->placement = true;
         else if (!strcmp(a, "--default-device"))
             TAKE(default_device);
+        else if (!strcmp(a, "--cuda-arch")) {
+            if (!v) {
+                fprintf(err, "error: %s needs a value\n", a);
+                return 2;
+            }
+            char *dup = strdup(v);
+            if (!own(o, dup))
+                return 1;
+            for (char *save = NULL, *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (!cgu_arch_valid(t)) {
+                    fprintf(err, "error: --cuda-arch '%s': not a GPU architecture like sm_80 or sm_90a\n", t);
+                    return 2;
+                }
+                if (!push(o->cuda_archs, &o->n_cuda_archs, t, err, "--cuda-arch"))
+                    return 2;
+            }
+            i++;
+        }
         else if (!strcmp(a, "--devices") || !strcmp(a, "--device-map")) {
             if (!v) {
                 fprintf(err, "error: %s needs a value\n", a);
@@ -754,11 +783,12 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
                           .disabled = o->disabled,
                           .n_disabled = o->n_disabled};
     bool info_only = !strcmp(o->cmd, "info"); /* info --placement: report, no code */
+    bool is_cuda = o->emit && !strcmp(o->emit, "cuda"); /* GPU nodes allowed: codegen/cuda takes them */
     PassPlaceReport prep;
     memset(&prep, 0, sizeof prep);
     PassPlaceOptions popt = {.default_device = o->default_device, .devices = o->devices,
                              .n_devices = o->n_devices, .map = o->device_map, .n_map = o->n_device_map,
-                             .for_codegen = !info_only, .report = &prep};
+                             .for_codegen = !info_only && !is_cuda, .report = &prep};
     if (placement_requested(o))
         po.place = &popt;
     else
@@ -777,6 +807,17 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
                 "stats: devices=%d send_recv_pairs=%d soft_placed=%d peak_bytes_alap=%lld "
                 "peak_bytes_asap=%lld\n",
                 prep.n_devices, prep.n_pairs, prep.n_soft, (long long)prep.peak_alap, (long long)prep.peak_asap);
+    if (ok && is_cuda) { /* GPU code only (codegen/cuda), into the folder -o */
+        CgOptions co = {.name = name, .source_file = o->model};
+        CgCudaOptions cuo = {.archs = o->cuda_archs, .n_archs = o->n_cuda_archs};
+        t0 = now_ms();
+        ok = mkdir_p(exe_path, st) && cgu_emit(g, &co, &cuo, exe_path, st);
+        stats->codegen_ms = now_ms() - t0;
+        if (ok && o->stats)
+            print_stats(stats, g, err);
+        ir_graph_free(g);
+        return ok;
+    }
     if (ok) {
         CgOptions co = {.name = name, .source_file = o->model};
         t0 = now_ms();
@@ -1012,6 +1053,14 @@ static int cmd_compile(Options *o, FILE *out, FILE *err)
     FeModel pre = {0};
     int rc = 1;
 
+    if (o->emit && !strcmp(o->emit, "cuda") && (o->n_targets || o->backend)) {
+        st_errorf(&st, ST_ERROR, "--emit cuda writes GPU code: --target and --backend are for CPU artifacts");
+        goto done;
+    }
+    if (o->n_cuda_archs && !(o->emit && !strcmp(o->emit, "cuda"))) {
+        st_errorf(&st, ST_ERROR, "--cuda-arch is for --emit cuda");
+        goto done;
+    }
     if (o->backend && !strcmp(o->backend, "llvm") && !cgl_available()) {
         st_errorf(&st, ST_ERROR, "--backend llvm: this tfcc was built without LLVM (install llvm-19-dev, "
                                  "reconfigure and rebuild; see docs/targets.md)");
@@ -1067,7 +1116,13 @@ static int cmd_compile(Options *o, FILE *out, FILE *err)
         rm_rf(gen_dir);
     if (ok && !strcmp(o->cmd, "info"))
         rc = 0;
-    else if (ok) {
+    else if (ok && o->emit && !strcmp(o->emit, "cuda")) {
+        fprintf(out,
+                "compiled %s -> %s (GPU code: %s.cu, %s_cuda_plan.h, %s.ptx, cubins; not runnable yet: "
+                "the CUDA host runtime is not written)\n",
+                o->model, o->output, name, name, name);
+        rc = 0;
+    } else if (ok) {
         fprintf(out, "compiled %s -> %s\n", o->model, o->output);
         rc = 0;
     }

@@ -8,7 +8,8 @@
  * p.i[TCRT_CONV_PACKED] = 1, p.i[TCRT_CONV_COUT] = Cout.  The node is
  * rebuilt through ir_emit (shape rule rechecked, origin kept) and its uses
  * redirected; a weight shared by several convolutions is packed once; an
- * old weight left without uses is dropped.
+ * old weight left without uses is dropped.  A convolution placed on a
+ * device other than a CPU (a GPU partition) is left as it is.
  * Invariants: the packed data is exactly tcrt_pack_conv_weights' output, so
  * the reference kernel's packed index mapping (ref_conv.c) reads the same
  * values as the HWIO original.
@@ -30,10 +31,18 @@ static bool is_fetched(const IrGraph *g, const IrNode *n)
     return false;
 }
 
+/* Placed on a device that is not a CPU (passes/place.c): its kernel is not
+ * the CPU micro-kernel the packed layout is for. */
+static bool on_accelerator(const IrNode *n)
+{
+    IrDevName d;
+    return n->device && ir_dev_parse(n->device, &d) && d.has_type && strcmp(d.type, "CPU") != 0;
+}
+
 static bool can_pack(const IrNode *n)
 {
     if (n->op != OP_CONV2D || n->n_inputs < 2 || n->out[0].type.dtype != TCRT_F32 ||
-        n->p.i[TCRT_CONV_PACKED] || n->p.i[TCRT_CONV_DEPTHWISE])
+        n->p.i[TCRT_CONV_PACKED] || n->p.i[TCRT_CONV_DEPTHWISE] || on_accelerator(n))
         return false;
     IrValue w = n->inputs[1];
     const IrType *wt = ir_value_type(w);

@@ -7,7 +7,8 @@
  * process, and a device backend takes the nodes of its device.
  * Algorithm:
  *   1. With for_codegen, every node must be on a device this build can run:
- *      a CPU of the local task.  A GPU ("this tfcc has no CUDA backend") or
+ *      a CPU of the local task.  A GPU ("no CUDA runtime yet": --emit cuda
+ *      compiles GPU nodes without for_codegen) or
  *      another task is an error naming the first such node.
  *   2. Every data edge producer -> consumer whose devices differ (CONST
  *      producers excepted: weights are on every device) is rerouted
@@ -113,11 +114,16 @@ static bool check_devices(Parter *pt)
                              "(/job:localhost/replica:0/task:0) and has no distributed runtime; use "
                              "--default-device cpu:0 or --device-map",
                              nm(n), nm_op(n), n->device);
+        if (!strcmp(d.type, "GPU")) /* codegen/cuda writes GPU code (--emit cuda), nothing runs it yet */
+            return st_errorf(pt->cx->st, ST_ERROR,
+                             "node '%s' (%s) is placed on %s but this tfcc has no CUDA runtime yet (--emit cuda "
+                             "writes the GPU code only); use --default-device cpu:0 or --device-map",
+                             nm(n), nm_op(n), n->device);
         if (strcmp(d.type, "CPU"))
             return st_errorf(pt->cx->st, ST_ERROR,
                              "node '%s' (%s) is placed on %s but this tfcc has no %s backend; use "
                              "--default-device cpu:0 or --device-map",
-                             nm(n), nm_op(n), n->device, !strcmp(d.type, "GPU") ? "CUDA" : d.type);
+                             nm(n), nm_op(n), n->device, d.type);
     }
     return true;
 }

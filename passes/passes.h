@@ -189,7 +189,7 @@ PassResult pass_place(IrGraph *g, PassCtx *cx);
  * the host CPU:0 is received there.  SENDs follow their producer (as soon
  * as possible), RECVs precede their first consumer (as late as possible);
  * the report gets the peak live bytes of both orders.  With for_codegen, a
- * node on a GPU ("this tfcc has no CUDA backend") or on another task is an
+ * node on a GPU ("no CUDA runtime yet") or on another task is an
  * error.  The partitions stay one IrGraph: each node's device annotates it. */
 PassResult pass_partition(IrGraph *g, PassCtx *cx);
 /* Whether a device of type `type` ("CPU", "GPU") has a kernel for op. */

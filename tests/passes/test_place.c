@@ -385,7 +385,7 @@ START_TEST(test_place_soft)
     ck_assert(!pass_place_supports(OP_NMS, "GPU") && !pass_place_supports(OP_RANDOM_UNIFORM, "GPU") &&
               !pass_place_supports(OP_WHILE, "GPU") && pass_place_supports(OP_NMS, "CPU"));
 
-    /* partition for codegen: no CUDA backend in this build */
+    /* partition for codegen: no CUDA runtime in this build */
     PassCtx cx;
     arena_init(&cx.scratch, NULL);
     Status pst = ST_INIT;
@@ -396,7 +396,8 @@ START_TEST(test_place_soft)
     arena_reset(&cx.scratch);
     ck_assert_str_eq(pst.msg,
                      "node 'x' (Placeholder) is placed on " GPU0
-                     " but this tfcc has no CUDA backend; use --default-device cpu:0 or --device-map");
+                     " but this tfcc has no CUDA runtime yet (--emit cuda writes the GPU code only); use "
+                     "--default-device cpu:0 or --device-map");
     ir_graph_free(g);
 }
 END_TEST
@@ -756,7 +757,8 @@ START_TEST(test_e2e_cpu_split)
     ck_assert_int_eq(r.rc, 1);
     ck_assert_str_eq(r.err,
                      "error: node 'y' (AddV2) is placed on " GPU0
-                     " but this tfcc has no CUDA backend; use --default-device cpu:0 or --device-map\n");
+                     " but this tfcc has no CUDA runtime yet (--emit cuda writes the GPU code only); use "
+                     "--default-device cpu:0 or --device-map\n");
     result_free(&r);
     r = tfcc("info", model, "--device-map", "y=gpu:0", "--feed", "x:0", "--fetch", "y:0", NULL);
     ck_assert_msg(r.rc == 0, "%s", r.err);

@@ -165,7 +165,7 @@ START_TEST(test_errors)
 
     const char *unknown_emit[] = {"--emit", "dll", NULL};
     ck_assert_int_eq(tfcc_err(unknown_emit, msg, sizeof msg), 2);
-    ck_assert_msg(strstr(msg, "error: unknown --emit kind 'dll' (exe, lib, obj or c)"), "%s", msg);
+    ck_assert_msg(strstr(msg, "error: unknown --emit kind 'dll' (exe, lib, obj, c or cuda)"), "%s", msg);
 
     const char *unknown_backend[] = {"--backend", "gcc", NULL};
     ck_assert_int_eq(tfcc_err(unknown_backend, msg, sizeof msg), 2);
