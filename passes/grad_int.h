@@ -49,7 +49,10 @@ IrValue grad_unbroadcast(GradCtx *c, IrValue a, const IrShape *to);
 /* Vector-Jacobian product over g (grad.c): seeds the adjoints of ys[j]
  * with dys[j] ({NULL,0}: none) and writes grads[i] = the adjoint of wrt[i]
  * (zeros and has_path[i] = false where none arrives; has_path may be NULL).
- * pass_grad_values is grad_vjp(loss, ones). */
+ * pass_grad_values is grad_vjp(loss, ones).  A WHILE on a path from wrt to
+ * ys is first replaced by its unrolled body (trip count known at compile
+ * time, else an error; grad.c "unroll_loops"), so g's forward nodes may
+ * change and ir_graph_compact reorders g->nodes. */
 bool grad_vjp(IrGraph *g, const IrValue *ys, const IrValue *dys, int n_y, const IrValue *wrt, int n_wrt,
               IrValue *grads, bool *has_path, Status *st);
 /* Records "no gradient ...: <why> (node 'origin')" and returns false. */

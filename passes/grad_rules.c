@@ -830,5 +830,5 @@ bool pass_grad_has_rule(Op op, bool *nodiff)
     GradRule r = grad_rule(op);
     if (nodiff)
         *nodiff = r == grad_nodiff;
-    return r != NULL;
+    return r != NULL || op == OP_WHILE; /* a while: unrolled first (grad.c), when its trip count is constant */
 }

@@ -115,7 +115,8 @@ bool pass_grad_build(IrGraph *g, IrValue loss, const GradOptions *o, Status *st)
  * otherwise a comma-separated list of TF node names (the CONST's origin),
  * each of which must name a float constant. */
 bool pass_grad_trainable(IrGraph *g, const char *spec, Status *st);
-/* Whether op has a gradient rule (*nodiff: it passes no gradient). */
+/* Whether op has a gradient rule (*nodiff: it passes no gradient); true
+ * for WHILE, which is unrolled first when its trip count is constant. */
 bool pass_grad_has_rule(Op op, bool *nodiff);
 
 /* ---- place.c, partition.c: devices (docs/devices.md) ----

@@ -14,8 +14,14 @@
  * Optimizers: one-parameter problems whose values after two steps are
  * derived by hand in the comments; a step is "executed" by folding, with each
  * variable read replaced by its current value.
- * Errors: messages pinned (missing rule, while loop, non-scalar loss, no
- * gradient path, unknown optimizer key, an already assigned variable).
+ * While loops (unrolled before differentiation): a counter loop, an RNN
+ * reading x_t by a gather on the counter, nested loops, a cond in the body
+ * and zero trips; the folded loss and gradients are compared with the same
+ * loss written in plain C and its central finite differences (h = 1e-5,
+ * rtol 1e-6); a loop off the gradient path stays a loop.
+ * Errors: messages pinned (missing rule, non-scalar loss, no gradient path,
+ * unknown optimizer key, an already assigned variable, a while loop whose
+ * trip count depends on run-time data or exceeds the unroll limits).
  */
 #include <check.h>
 #include <math.h>
@@ -773,8 +779,7 @@ END_TEST
  * short list of ops that are an error on a gradient path. */
 START_TEST(test_table_complete)
 {
-    static const Op missing[] = {OP_TOPK,         OP_RESIZE,      OP_WHILE, OP_CONV2D_BACKPROP_FILTER,
-                                 OP_MAXPOOL_GRAD, OP_AVGPOOL_GRAD};
+    static const Op missing[] = {OP_TOPK, OP_RESIZE, OP_CONV2D_BACKPROP_FILTER, OP_MAXPOOL_GRAD, OP_AVGPOOL_GRAD};
     for (int op = 0; op < OP_COUNT; op++) {
         bool nodiff, listed = false;
         for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++)
@@ -789,6 +794,7 @@ START_TEST(test_table_complete)
     ck_assert(pass_grad_has_rule(OP_EQ, &nodiff) && nodiff);
     ck_assert(pass_grad_has_rule(OP_MATMUL, &nodiff) && !nodiff);
     ck_assert(!pass_grad_has_rule(OP_TOPK, NULL));
+    ck_assert(pass_grad_has_rule(OP_WHILE, &nodiff) && !nodiff); /* unrolled when its trip count is constant */
 }
 END_TEST
 
@@ -849,6 +855,446 @@ END_TEST
 
 #define HAS(s, sub) ck_assert_msg(strstr((s), (sub)) != NULL, "missing \"%s\" in:\n%s", (sub), (s))
 
+/* ---- while loops (unrolled before differentiation) ---- */
+
+/* Builds WHILE(init) named `name` with cond(p) -> out[0] and body(p) ->
+ * out[0..n-1], in graph g (the top level or a region). */
+typedef void (*RegionFn)(IrGraph *r, const IrValue *p, IrValue *out, Status *st);
+
+static IrNode *mk_while(IrGraph *g, const char *name, const IrValue *init, int n, RegionFn cond,
+                        RegionFn body, Status *st)
+{
+    IrGraph *cr = st_ok(st) ? ir_region_new(g, st) : NULL, *br = cr ? ir_region_new(g, st) : NULL;
+    IrValue cp[8], bp[8], out[8];
+    static const char *const names[8] = {"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7"};
+    ck_assert_int_le(n, 8);
+    for (int i = 0; i < n && st_ok(st); i++) {
+        cp[i] = ir_add_feed(cr, names[i], ir_value_type(init[i]), st);
+        bp[i] = ir_add_feed(br, names[i], ir_value_type(init[i]), st);
+    }
+    if (!st_ok(st))
+        return NULL;
+    cond(cr, cp, out, st);
+    if (st_ok(st))
+        ir_add_fetch(cr, "go", out[0], st);
+    body(br, bp, out, st);
+    for (int i = 0; i < n && st_ok(st); i++)
+        ir_add_fetch(br, names[i], out[i], st);
+    if (!st_ok(st))
+        return NULL;
+    IrGraph *regs[2] = {cr, br};
+    ir_graph_set_origin(g, name, "While");
+    IrNode *w = ir_emit_region(g, OP_WHILE, init, n, regs, 2, st);
+    ir_graph_set_origin(g, NULL, NULL);
+    return w;
+}
+
+static IrValue i32c(IrGraph *g, double v, Status *st)
+{
+    return cst_d(g, TCRT_I32, S0, &v, st);
+}
+
+static IrValue inc(IrGraph *r, IrValue i, Status *st)
+{
+    return ir_binary(r, OP_ADD, i, i32c(r, 1, st), st);
+}
+
+static IrValue below(IrGraph *r, IrValue i, double n, Status *st)
+{
+    return ir_binary(r, OP_LT, i, i32c(r, n, st), st);
+}
+
+/* sum(y * c) with c = 0.5, -1.25, 0.75, ... (fixed weights) */
+static const double LW[8] = {0.5, -1.25, 0.75, 1.5, -0.5, 1.0, -0.75, 0.25};
+static IrValue weighted_sum(IrGraph *g, IrValue y, Status *st)
+{
+    if (!y.node)
+        return y;
+    const IrType *t = ir_value_type(y);
+    int64_t n = ir_shape_count(&t->shape);
+    ck_assert_int_le(n, 8);
+    IrValue c = cst_d(g, F64, t->shape, LW, st);
+    return reduce(g, OP_REDUCE_SUM, ir_binary(g, OP_MUL, y, c, st), ((int64_t)1 << t->shape.rank) - 1, false,
+                  st);
+}
+static double weighted_sum_c(const double *y, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += y[i] * LW[i];
+    return s;
+}
+
+/* (a) acc' = sin(acc) + x * w, five times (counter i < 5) */
+static void acc_cond(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = below(r, p[0], 5, st);
+}
+static void acc_body(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = inc(r, p[0], st);
+    out[1] = ir_binary(r, OP_ADD, ir_unary(r, OP_SIN, p[1], st), ir_binary(r, OP_MUL, p[2], p[3], st), st);
+    out[2] = p[2];
+    out[3] = p[3];
+}
+static IrValue l_acc(IrGraph *g, const IrValue *x, Status *st)
+{
+    double z[3] = {0, 0, 0};
+    IrValue init[4] = {i32c(g, 0, st), cst_d(g, F64, S(3), z, st), x[0], x[1]};
+    IrNode *w = mk_while(g, "acc_loop", init, 4, acc_cond, acc_body, st);
+    return weighted_sum(g, (IrValue){w, 1}, st);
+}
+static double r_acc(double *const *v)
+{
+    double acc[3] = {0, 0, 0};
+    for (int t = 0; t < 5; t++)
+        for (int j = 0; j < 3; j++)
+            acc[j] = sin(acc[j]) + v[0][j] * v[1][j];
+    return weighted_sum_c(acc, 3);
+}
+
+/* (b) RNN: h' = tanh(h W + x_t U), x_t = gather(X, t) (X [4,1,2]), 4 steps;
+ * inputs W [3,3], U [2,3], X, h0 [1,3] */
+static void rnn_cond(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = below(r, p[0], 4, st);
+}
+static void rnn_body(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    IrParams gp;
+    memset(&gp, 0, sizeof gp);
+    IrValue gin[2] = {p[4], p[0]};
+    IrValue xt = ir_emit1(r, OP_GATHER, gin, 2, &gp, NULL, st);
+    IrValue a[2] = {p[1], p[2]}, b[2] = {xt, p[3]};
+    IrValue pre =
+        ir_binary(r, OP_ADD, matmul(r, a, 2, false, false, st), matmul(r, b, 2, false, false, st), st);
+    out[0] = inc(r, p[0], st);
+    out[1] = ir_unary(r, OP_TANH, pre, st);
+    out[2] = p[2];
+    out[3] = p[3];
+    out[4] = p[4];
+}
+static IrValue l_rnn(IrGraph *g, const IrValue *x, Status *st)
+{
+    IrValue init[5] = {i32c(g, 0, st), x[3], x[0], x[1], x[2]};
+    IrNode *w = mk_while(g, "rnn", init, 5, rnn_cond, rnn_body, st);
+    return weighted_sum(g, (IrValue){w, 1}, st);
+}
+static double r_rnn(double *const *v)
+{
+    const double *W = v[0], *U = v[1], *X = v[2];
+    double h[3] = {v[3][0], v[3][1], v[3][2]}, hn[3];
+    for (int t = 0; t < 4; t++) {
+        for (int j = 0; j < 3; j++) {
+            double s = 0;
+            for (int k = 0; k < 3; k++)
+                s += h[k] * W[k * 3 + j];
+            for (int m = 0; m < 2; m++)
+                s += X[t * 2 + m] * U[m * 3 + j];
+            hn[j] = tanh(s);
+        }
+        memcpy(h, hn, sizeof h);
+    }
+    return weighted_sum_c(h, 3);
+}
+
+/* nested: outer (i < 3): x' = inner(x) + w, inner (j < 2): x' = sin(x) * w */
+static void nest_cond_o(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = below(r, p[0], 3, st);
+}
+static void nest_cond_i(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = below(r, p[0], 2, st);
+}
+static void nest_body_i(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = inc(r, p[0], st);
+    out[1] = ir_binary(r, OP_MUL, ir_unary(r, OP_SIN, p[1], st), p[2], st);
+    out[2] = p[2];
+}
+static void nest_body_o(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    IrValue init[3] = {i32c(r, 0, st), p[1], p[2]};
+    IrNode *w = mk_while(r, "inner", init, 3, nest_cond_i, nest_body_i, st);
+    out[0] = inc(r, p[0], st);
+    out[1] = ir_binary(r, OP_ADD, (IrValue){w, 1}, p[2], st);
+    out[2] = p[2];
+}
+static IrValue l_nest(IrGraph *g, const IrValue *x, Status *st)
+{
+    IrValue init[3] = {i32c(g, 0, st), x[0], x[1]};
+    IrNode *w = mk_while(g, "outer", init, 3, nest_cond_o, nest_body_o, st);
+    return weighted_sum(g, (IrValue){w, 1}, st);
+}
+static double r_nest(double *const *v)
+{
+    double x[2] = {v[0][0], v[0][1]};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++) {
+            double y = x[j];
+            for (int k = 0; k < 2; k++)
+                y = sin(y) * v[1][j];
+            x[j] = y + v[1][j];
+        }
+    return weighted_sum_c(x, 2);
+}
+
+/* a cond in the body on the counter: i < 2 ? x * w : sin(x) + w, 3 times */
+static void cb_cond(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = below(r, p[0], 3, st);
+}
+static void cb_body(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    IrGraph *br[2];
+    for (int b = 0; b < 2; b++) {
+        br[b] = st_ok(st) ? ir_region_new(r, st) : NULL;
+        if (!br[b])
+            return;
+        IrValue a = ir_add_feed(br[b], "x", ir_value_type(p[1]), st);
+        IrValue c = ir_add_feed(br[b], "w", ir_value_type(p[2]), st);
+        ir_add_fetch(br[b], "y",
+                     b == 0 ? ir_binary(br[b], OP_MUL, a, c, st)
+                            : ir_binary(br[b], OP_ADD, ir_unary(br[b], OP_SIN, a, st), c, st),
+                     st);
+    }
+    IrValue in[3] = {below(r, p[0], 2, st), p[1], p[2]};
+    IrNode *cn = st_ok(st) ? ir_emit_region(r, OP_COND, in, 3, br, 2, st) : NULL;
+    out[0] = inc(r, p[0], st);
+    out[1] = (IrValue){cn, 0};
+    out[2] = p[2];
+}
+static IrValue l_cbody(IrGraph *g, const IrValue *x, Status *st)
+{
+    IrValue init[3] = {i32c(g, 0, st), x[0], x[1]};
+    IrNode *w = mk_while(g, "cloop", init, 3, cb_cond, cb_body, st);
+    return weighted_sum(g, (IrValue){w, 1}, st);
+}
+static double r_cbody(double *const *v)
+{
+    double x[2] = {v[0][0], v[0][1]};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++)
+            x[j] = i < 2 ? x[j] * v[1][j] : sin(x[j]) + v[1][j];
+    return weighted_sum_c(x, 2);
+}
+
+/* zero trips (0 < 0 is false): the loop is the identity, dL/dw = 0 */
+static void zero_cond(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = below(r, p[0], 0, st);
+}
+static IrValue l_zero(IrGraph *g, const IrValue *x, Status *st)
+{
+    IrValue init[3] = {i32c(g, 0, st), x[0], x[1]};
+    IrNode *w = mk_while(g, "zloop", init, 3, zero_cond, nest_body_i, st);
+    return weighted_sum(g, (IrValue){w, 1}, st);
+}
+static double r_zero(double *const *v)
+{
+    return weighted_sum_c(v[0], 2);
+}
+
+typedef struct LoopCase {
+    const char *name;
+    int n_in;
+    IrShape shape[MAXIN];
+    IrValue (*build)(IrGraph *g, const IrValue *x, Status *st); /* scalar float64 loss */
+    double (*ref)(double *const *vals);                         /* the same loss in plain C */
+    int n_while_after;                                          /* WHILEs left after differentiation */
+} LoopCase;
+
+#define N_LOOP_CASES 5
+static LoopCase loop_case(int i)
+{
+    LoopCase list[N_LOOP_CASES] = {
+        {"loop_acc", 2, {S(3), S(3)}, l_acc, r_acc, 0},
+        {"loop_rnn", 4, {S(3, 3), S(2, 3), S(4, 1, 2), S(1, 3)}, l_rnn, r_rnn, 0},
+        {"loop_nested", 2, {S(2), S(2)}, l_nest, r_nest, 0},
+        {"loop_cond_body", 2, {S(2), S(2)}, l_cbody, r_cbody, 0},
+        {"loop_zero_trips", 2, {S(2), S(2)}, l_zero, r_zero, 0},
+    };
+    return list[i];
+}
+
+/* The loss and dL/dx from the graph (folded after differentiation) against
+ * the plain C loss and its central finite differences (h = 1e-5). */
+START_TEST(test_loop)
+{
+    LoopCase kc = loop_case(_i);
+    const LoopCase *k = &kc;
+    rng_state = 0x51ed2701u + (uint64_t)_i * 977u;
+    double *vals[MAXIN];
+    int64_t cnt[MAXIN];
+    Status st = ST_INIT;
+    IrGraph *g = new_graph(false);
+    IrValue xs[MAXIN], gr[MAXIN];
+    for (int i = 0; i < k->n_in; i++) {
+        cnt[i] = ir_shape_count(&k->shape[i]);
+        vals[i] = malloc(sizeof(double) * (size_t)cnt[i]);
+        for (int64_t j = 0; j < cnt[i]; j++)
+            vals[i][j] = -1 + 2 * rnd();
+        xs[i] = cst_d(g, F64, k->shape[i], vals[i], &st);
+    }
+    IrValue l = k->build(g, xs, &st);
+    ck_assert_msg(st_ok(&st) && l.node, "%s: build: %s", k->name, st.msg);
+    ck_assert(ir_add_fetch(g, "L", l, &st));
+    ck_assert_msg(pass_grad_values(g, l, xs, k->n_in, gr, NULL, &st), "%s: %s", k->name, st.msg);
+    Status vst = ST_INIT;
+    ck_assert_msg(ir_verify(g, &vst), "%s: verify: %s", k->name, vst.msg);
+    int n_while = 0;
+    IR_FOR_EACH(g, q)
+    {
+        n_while += q->op == OP_WHILE;
+    }
+    ck_assert_int_eq(n_while, k->n_while_after);
+    for (int i = 0; i < k->n_in; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "g%d", i);
+        ck_assert(ir_add_fetch(g, nm, gr[i], &st));
+    }
+    run_fold(g);
+    fold_all(g);
+    double l0 = k->ref(vals), lg = cval(g->fetches[0].value, 0);
+    ck_assert_msg(fabs(l0 - lg) <= 1e-12 * (1 + fabs(l0)), "%s: loss %.15g, plain C %.15g", k->name, lg, l0);
+    for (int i = 0; i < k->n_in; i++) {
+        IrValue gv = g->fetches[1 + i].value;
+        ck_assert(ir_shape_eq(&ir_value_type(gv)->shape, &k->shape[i]));
+        for (int64_t j = 0; j < cnt[i]; j++) {
+            double x0 = vals[i][j], h = 1e-5;
+            vals[i][j] = x0 + h;
+            double lp = k->ref(vals);
+            vals[i][j] = x0 - h;
+            double lm = k->ref(vals);
+            vals[i][j] = x0;
+            double fd = (lp - lm) / (2 * h), an = cval(gv, j);
+            ck_assert_msg(fabs(fd - an) <= 1e-6 * (fabs(fd) + fabs(an)) + 1e-9,
+                          "%s: d/dx%d[%lld]: analytic %.12g, finite differences %.12g", k->name, i,
+                          (long long)j, an, fd);
+        }
+    }
+    ir_graph_free(g);
+    for (int i = 0; i < k->n_in; i++)
+        free(vals[i]);
+}
+END_TEST
+
+/* A loop off the gradient path stays a loop, even with a run-time trip
+ * count: L = sum(x * w) + loop(n)'s result, dL/dw = x (by hand). */
+static void fed_cond(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = ir_binary(r, OP_LT, p[0], p[1], st);
+}
+static void fed_body(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = ir_binary(r, OP_ADD, p[0], ir_const_scalar_f(r, F64, 1, st), st);
+    out[1] = p[1];
+}
+START_TEST(test_loop_off_path)
+{
+    Status st = ST_INIT;
+    IrGraph *g = new_graph(false);
+    IrType t = {F64, S0};
+    IrValue n = ir_add_feed(g, "n", &t, &st);
+    double xv[2] = {1.5, -2}, wv[2] = {0.25, 3};
+    IrValue x = cst_d(g, F64, S(2), xv, &st), w = cst_d(g, F64, S(2), wv, &st);
+    IrValue init[2] = {ir_const_scalar_f(g, F64, 0, &st), n};
+    IrNode *lp = mk_while(g, "count", init, 2, fed_cond, fed_body, &st);
+    ck_assert_msg(lp, "%s", st.msg);
+    IrValue l = ir_binary(g, OP_ADD, reduce(g, OP_REDUCE_SUM, ir_binary(g, OP_MUL, x, w, &st), 1, false, &st),
+                          (IrValue){lp, 0}, &st);
+    IrValue gr;
+    bool has;
+    ck_assert_msg(pass_grad_values(g, l, &w, 1, &gr, &has, &st), "%s", st.msg);
+    ck_assert(has && !lp->dead);
+    ck_assert(ir_add_fetch(g, "g", gr, &st));
+    run_fold(g);
+    for (int i = 0; i < 2; i++)
+        ck_assert(cval(g->fetches[0].value, i) == xv[i]);
+    ir_graph_free(g);
+}
+END_TEST
+
+/* The trip count must be known at compile time: a condition on fed data,
+ * a counter the body updates from fed data, too many iterations, too many
+ * nodes. */
+static void err_cond(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = ir_binary(r, OP_LT, p[0], ir_const_scalar_f(r, F64, 10, st), st);
+}
+static void err_body(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = ir_binary(r, OP_ADD, p[0], p[1], st);
+    out[1] = p[1];
+}
+static void big_cond(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = below(r, p[0], 2000000000, st);
+}
+static void wide_cond(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = below(r, p[0], 99999, st);
+}
+static void sq_body(IrGraph *r, const IrValue *p, IrValue *out, Status *st)
+{
+    out[0] = inc(r, p[0], st);
+    out[1] = ir_binary(r, OP_MUL, p[1], p[1], st);
+}
+
+static const char *loop_error(int which)
+{
+    static char msg[sizeof(((Status *)0)->msg)];
+    Status st = ST_INIT;
+    IrGraph *g = new_graph(false);
+    IrType t = {F64, S0};
+    IrValue x = ir_add_feed(g, "x", &t, &st), init[2];
+    IrNode *w;
+    if (which == 0) { /* TF-style (i < 10 on a fed i), as before */
+        IrGraph *cond = ir_region_new(g, &st), *body = ir_region_new(g, &st);
+        IrValue cx = ir_add_feed(cond, "x", &t, &st);
+        ir_add_fetch(cond, "c", ir_binary(cond, OP_LT, cx, ir_const_scalar_f(cond, F64, 10, &st), &st), &st);
+        IrValue bx = ir_add_feed(body, "x", &t, &st);
+        ir_add_fetch(body, "x", ir_binary(body, OP_MUL, bx, bx, &st), &st);
+        IrGraph *regs[2] = {cond, body};
+        ir_graph_set_origin(g, "loop", "While");
+        w = ir_emit_region(g, OP_WHILE, &x, 1, regs, 2, &st);
+        ck_assert_msg(w, "%s", st.msg);
+    } else if (which == 1) { /* i = 0; i < 10: i += x */
+        init[0] = ir_const_scalar_f(g, F64, 0, &st);
+        init[1] = x;
+        w = mk_while(g, "loop", init, 2, err_cond, err_body, &st);
+    } else {
+        init[0] = i32c(g, 0, &st);
+        init[1] = x;
+        w = mk_while(g, which == 2 ? "big" : "wide", init, 2, which == 2 ? big_cond : wide_cond, sq_body,
+                     &st);
+    }
+    ck_assert_msg(w, "%s", st.msg);
+    IrValue gr;
+    ck_assert(!pass_grad_values(g, (IrValue){w, which == 0 ? 0 : 1}, &x, 1, &gr, NULL, &st));
+    snprintf(msg, sizeof msg, "%s", st.msg);
+    ir_graph_free(g);
+    return msg;
+}
+
+START_TEST(test_while_error)
+{
+    HAS(loop_error(0),
+        "the trip count of while loop 'loop' depends on run-time data: its condition reads loop "
+        "variable 0 ('x'), whose initial value (node 'x') is not a constant");
+    HAS(loop_error(1),
+        "the trip count of while loop 'loop' depends on run-time data: its condition reads loop "
+        "variable 0 ('v0'), which the body updates from values that are not compile-time "
+        "constants");
+    HAS(loop_error(2),
+        "while loop 'big' runs more than 100000 iterations: too many to unroll for the gradient");
+    HAS(loop_error(3),
+        "unrolling while loop 'wide' for the gradient would make 499995 nodes (99999 iterations "
+        "of 5), more than the limit of 200000");
+}
+END_TEST
+
 START_TEST(test_missing_rule)
 {
     Status st = ST_INIT;
@@ -865,28 +1311,6 @@ START_TEST(test_missing_rule)
     IrValue gr;
     ck_assert(!pass_grad_values(g, l, &x, 1, &gr, NULL, &st));
     HAS(st.msg, "no gradient rule for 'topk' (node 'x')");
-    ir_graph_free(g);
-}
-END_TEST
-
-START_TEST(test_while_error)
-{
-    Status st = ST_INIT;
-    IrGraph *g = new_graph(false);
-    IrType t = {F64, S0};
-    IrValue x = ir_add_feed(g, "x", &t, &st);
-    IrGraph *cond = ir_region_new(g, &st), *body = ir_region_new(g, &st);
-    IrValue cx = ir_add_feed(cond, "x", &t, &st);
-    ir_add_fetch(cond, "c", ir_binary(cond, OP_LT, cx, ir_const_scalar_f(cond, F64, 10, &st), &st), &st);
-    IrValue bx = ir_add_feed(body, "x", &t, &st);
-    ir_add_fetch(body, "x", ir_binary(body, OP_MUL, bx, bx, &st), &st);
-    IrGraph *regs[2] = {cond, body};
-    ir_graph_set_origin(g, "loop", "While");
-    IrNode *w = ir_emit_region(g, OP_WHILE, &x, 1, regs, 2, &st);
-    ck_assert_msg(w, "%s", st.msg);
-    IrValue gr;
-    ck_assert(!pass_grad_values(g, (IrValue){w, 0}, &x, 1, &gr, NULL, &st));
-    HAS(st.msg, "gradient through a while loop is not supported yet: node 'loop'");
     ir_graph_free(g);
 }
 END_TEST
@@ -1212,6 +1636,41 @@ static void build_and_train(Status *st)
     ir_graph_free(g);
 }
 
+/* nested loops with a cond in the body, differentiated (no checks: every
+ * allocation may fail) */
+static void build_loop_grad(Status *st)
+{
+    IrGraph *g = ir_graph_new(NULL, st);
+    if (!g)
+        return;
+    g->fold_on_build = false;
+    double xv[2] = {0.5, -1}, wv[2] = {0.25, 2};
+    IrValue x[2] = {cst_d(g, F64, S(2), xv, st), cst_d(g, F64, S(2), wv, st)}, gr[2];
+    IrValue l1 = st_ok(st) ? l_nest(g, x, st) : x[0];
+    IrValue l2 = st_ok(st) ? l_cbody(g, x, st) : x[0];
+    IrValue l = ir_binary(g, OP_ADD, l1, l2, st);
+    if (st_ok(st))
+        pass_grad_values(g, l, x, 2, gr, NULL, st);
+    ir_graph_free(g);
+}
+
+START_TEST(test_fault_injection_loops)
+{
+    int n;
+    for (n = 1; n < 20000; n++) {
+        Status st = ST_INIT;
+        xx_fail_alloc_set(n);
+        build_loop_grad(&st);
+        xx_fail_alloc_set(0);
+        if (st_ok(&st))
+            break;
+        ck_assert_msg(st.code == ST_NOMEM, "N=%d: code %d: %s", n, st.code, st.msg);
+    }
+    ck_assert_int_gt(n, 3);
+    ck_assert_int_lt(n, 20000);
+}
+END_TEST
+
 START_TEST(test_fault_injection)
 {
     int n;
@@ -1241,9 +1700,15 @@ static Suite *grad_suite(void)
     tcase_add_test(tc, test_stop_gradient);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
+    TCase *tl = tcase_create("loops");
+    tcase_add_loop_test(tl, test_loop, 0, N_LOOP_CASES);
+    tcase_add_test(tl, test_loop_off_path);
+    tcase_set_timeout(tl, 60);
+    suite_add_tcase(s, tl);
     TCase *te = tcase_create("errors");
     tcase_add_test(te, test_missing_rule);
     tcase_add_test(te, test_while_error);
+    tcase_set_timeout(te, 60);
     tcase_add_test(te, test_build_errors);
     tcase_add_test(te, test_parse_optimizer);
     suite_add_tcase(s, te);
@@ -1253,6 +1718,7 @@ static Suite *grad_suite(void)
     tcase_add_test(to, test_adam_by_hand);
     tcase_add_test(to, test_trainable);
     tcase_add_test(to, test_fault_injection);
+    tcase_add_test(to, test_fault_injection_loops);
     suite_add_tcase(s, to);
     return s;
 }

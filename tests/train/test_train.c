@@ -15,6 +15,11 @@
  *   mlp_cond: the mlp with p ? tanh : relu through a v1 tf.cond (fed bool
  *        p), trained with p true and with p false (the gradient of the cond
  *        region is a cond region).
+ *   rnn: a TF1 tf.while_loop RNN over 4 time steps (h = tanh(x_t Wx + h Wh
+ *        + b), x_t gathered by the loop counter, TF1 variables entered into
+ *        the loop) -> MatMul 8x2 + BiasAdd -> the same loss; trained with
+ *        --loss --optimizer (the gradient unrolls the loop); data: class 1
+ *        when the first feature summed over the 4 steps is positive.
  * Bounds (hand-chosen, generous): the logged loss at the last step is below
  * 0.1 and below a tenth of the first step's.
  * Driver errors: an unknown optimizer key, --optimizer without --loss, a
@@ -208,6 +213,132 @@ static void write_cnn(const char *path)
     fclose(f);
 }
 
+/* TF1 variable NAME (VariableV2, NAME/initial_value uniform in [-scale,
+ * scale), NAME/Assign, read as NAME/read) */
+static void tf_variable(FILE *f, const char *name, const int64_t *dims, int rank, double scale)
+{
+    char iv[128];
+    fprintf(f, "node { name: \"%s\" op: \"VariableV2\" attr { key: \"dtype\" value { type: DT_FLOAT } }\n",
+            name);
+    fprintf(f, "  attr { key: \"shape\" value { shape {");
+    for (int d = 0; d < rank; d++)
+        fprintf(f, " dim { size: %lld }", (long long)dims[d]);
+    fprintf(f, " } } } }\n");
+    snprintf(iv, sizeof iv, "%s/initial_value", name);
+    weights(f, iv, dims, rank, scale);
+    fprintf(f,
+            "node { name: \"%s/Assign\" op: \"Assign\" input: \"%s\" input: \"%s\" attr { key: \"T\" value { "
+            "type: DT_FLOAT } } }\n",
+            name, name, iv);
+    fprintf(
+        f,
+        "node { name: \"%s/read\" op: \"Identity\" input: \"%s\" attr { key: \"T\" value { type: DT_FLOAT "
+        "} } }\n",
+        name, name);
+}
+
+/* a node with attr T = type and up to three inputs (NULL ends) */
+static void node_t(FILE *f, const char *name, const char *op, const char *type, const char *a, const char *b,
+                   const char *extra)
+{
+    fprintf(f, "node { name: \"%s\" op: \"%s\"", name, op);
+    if (a)
+        fprintf(f, " input: \"%s\"", a);
+    if (b)
+        fprintf(f, " input: \"%s\"", b);
+    fprintf(f, " attr { key: \"T\" value { type: %s } }%s }\n", type, extra ? extra : "");
+}
+
+static void enter(FILE *f, const char *name, const char *in, const char *type, bool is_constant)
+{
+    char ex[256];
+    snprintf(ex, sizeof ex,
+             " attr { key: \"frame_name\" value { s: \"rnn/while_context\" } } attr { key: \"is_constant\" "
+             "value { b: %s } } attr { key: \"parallel_iterations\" value { i: 10 } }",
+             is_constant ? "true" : "false");
+    node_t(f, name, "Enter", type, in, NULL, ex);
+}
+
+/* loop variable rnn/<v>: Enter(init), Merge, Switch on rnn/LoopCond,
+ * Identity (the body's value), NextIteration(next), Exit */
+static void loop_var(FILE *f, const char *v, const char *init, const char *type, const char *next)
+{
+    char n[6][64], m[64], sw[64], sw1[80];
+    snprintf(n[0], 64, "rnn/Enter_%.8s", v);
+    snprintf(n[1], 64, "rnn/Merge_%.8s", v);
+    snprintf(n[2], 64, "rnn/NextIteration_%.8s", v);
+    snprintf(n[3], 64, "rnn/Switch_%.8s", v);
+    snprintf(n[4], 64, "rnn/Identity_%.8s", v);
+    snprintf(n[5], 64, "rnn/Exit_%.8s", v);
+    snprintf(m, sizeof m, "%s", n[1]);
+    snprintf(sw, sizeof sw, "%s", n[3]);
+    snprintf(sw1, sizeof sw1, "%s:1", n[3]);
+    enter(f, n[0], init, type, false);
+    node_t(f, n[1], "Merge", type, n[0], n[2], " attr { key: \"N\" value { i: 2 } }");
+    node_t(f, n[3], "Switch", type, m, "rnn/LoopCond", NULL);
+    node_t(f, n[4], "Identity", type, sw1, NULL, NULL);
+    node_t(f, n[2], "NextIteration", type, next, NULL, NULL);
+    node_t(f, n[5], "Exit", type, sw, NULL, NULL);
+}
+
+/* rnn: a TF1 tf.while_loop over 4 time steps (Enter/Merge/Switch/LoopCond/
+ * NextIteration/Exit, functionalized into a while region) with TF1
+ * variables entered as loop invariants:
+ *   h_0 = 0 [32,8]; t < 4: h = tanh(x_t Wx + h Wh + b), x_t = GatherV2(x, t)
+ *   (x fed [4,32,2], time major); logits = h_4 Wo + bo; the same loss.
+ *   The gradient unrolls the loop (trip count 4, from the counter t). */
+static void write_rnn(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    rng = 13;
+    ph(f, "x", (int64_t[]){4, 32, 2}, 3);
+    ph(f, "labels", (int64_t[]){32, 2}, 2);
+    tf_variable(f, "wx", (int64_t[]){2, 8}, 2, 0.8);
+    tf_variable(f, "wh", (int64_t[]){8, 8}, 2, 0.3);
+    tf_variable(f, "b", (int64_t[]){8}, 1, 0.1);
+    tf_variable(f, "wo", (int64_t[]){8, 2}, 2, 0.8);
+    tf_variable(f, "bo", (int64_t[]){2}, 1, 0.1);
+    weights(f, "h0", (int64_t[]){32, 8}, 2, 0);
+    fprintf(f,
+            "node { name: \"t0\" op: \"Const\" attr { key: \"dtype\" value { type: DT_INT32 } }\n"
+            "  attr { key: \"value\" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 0 } } } }\n");
+    loop_var(f, "t", "t0", "DT_INT32", "rnn/t_next");
+    loop_var(f, "h", "h0", "DT_FLOAT", "rnn/h_next");
+    fprintf(f,
+            "node { name: \"rnn/steps\" op: \"Const\" input: \"^rnn/Merge_t\" attr { key: \"dtype\" value { "
+            "type: DT_INT32 } }\n"
+            "  attr { key: \"value\" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 4 } } } }\n");
+    node_t(f, "rnn/Less", "Less", "DT_INT32", "rnn/Merge_t", "rnn/steps", NULL);
+    fprintf(f, "node { name: \"rnn/LoopCond\" op: \"LoopCond\" input: \"rnn/Less\" }\n");
+    enter(f, "rnn/Enter_x", "x", "DT_FLOAT", true);
+    enter(f, "rnn/Enter_wx", "wx/read", "DT_FLOAT", true);
+    enter(f, "rnn/Enter_wh", "wh/read", "DT_FLOAT", true);
+    enter(f, "rnn/Enter_b", "b/read", "DT_FLOAT", true);
+    fprintf(
+        f, "node { name: \"rnn/axis\" op: \"Const\" input: \"^rnn/Identity_t\" attr { key: \"dtype\" value { "
+           "type: DT_INT32 } }\n"
+           "  attr { key: \"value\" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 0 } } } }\n");
+    fprintf(
+        f, "node { name: \"rnn/xt\" op: \"GatherV2\" input: \"rnn/Enter_x\" input: \"rnn/Identity_t\" input: "
+           "\"rnn/axis\"\n  attr { key: \"Tparams\" value { type: DT_FLOAT } } attr { key: \"Tindices\" "
+           "value { type: DT_INT32 } } attr { key: \"Taxis\" value { type: DT_INT32 } } }\n");
+    op2(f, "rnn/xw", "MatMul", "rnn/xt", "rnn/Enter_wx");
+    op2(f, "rnn/hw", "MatMul", "rnn/Identity_h", "rnn/Enter_wh");
+    op2(f, "rnn/sum", "AddV2", "rnn/xw", "rnn/hw");
+    op2(f, "rnn/pre", "BiasAdd", "rnn/sum", "rnn/Enter_b");
+    op1(f, "rnn/h_next", "Tanh", "rnn/pre");
+    fprintf(f,
+            "node { name: \"rnn/one\" op: \"Const\" input: \"^rnn/Identity_t\" attr { key: \"dtype\" value { "
+            "type: DT_INT32 } }\n"
+            "  attr { key: \"value\" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 1 } } } }\n");
+    node_t(f, "rnn/t_next", "AddV2", "DT_INT32", "rnn/Identity_t", "rnn/one", NULL);
+    op2(f, "z", "MatMul", "rnn/Exit_h", "wo/read");
+    op2(f, "zb", "BiasAdd", "z", "bo/read");
+    xent(f, "zb");
+    fclose(f);
+}
+
 /* ---- data ---- */
 
 static void write_npy(const char *path, float *v, int rank, const int64_t *dims)
@@ -254,6 +385,30 @@ static void cnn_data(const char *xp, const char *lp)
     }
     write_npy(xp, x, 4, (int64_t[]){16, 6, 6, 1});
     write_npy(lp, l, 2, (int64_t[]){16, 2});
+}
+
+/* x [4,32,2] uniform in [-1,1]; class 1 when the first feature summed over
+ * the 4 steps is positive (sums within 0.3 of 0 resampled) */
+static void rnn_data(const char *xp, const char *lp)
+{
+    static float x[4 * 32 * 2];
+    float l[32 * 2];
+    rng = 17;
+    for (int i = 0; i < 32; i++) {
+        double s;
+        do {
+            s = 0;
+            for (int t = 0; t < 4; t++) {
+                x[(t * 32 + i) * 2] = (float)(2 * rnd() - 1);
+                x[(t * 32 + i) * 2 + 1] = (float)(2 * rnd() - 1);
+                s += x[(t * 32 + i) * 2];
+            }
+        } while (fabs(s) < 0.3);
+        l[2 * i] = (float)(s <= 0);
+        l[2 * i + 1] = (float)(s > 0);
+    }
+    write_npy(xp, x, 3, (int64_t[]){4, 32, 2});
+    write_npy(lp, l, 2, (int64_t[]){32, 2});
 }
 
 /* ---- running ---- */
@@ -371,6 +526,39 @@ START_TEST(test_cnn_adam)
 }
 END_TEST
 
+/* an RNN through a TF1 while loop: the gradient unrolls it (its variables
+ * are TF1 variables, trainable without --trainable) */
+START_TEST(test_rnn_while)
+{
+    char m[512], exe[512], xp[512], lp[512], cmd[4096];
+    snprintf(m, sizeof m, "%s/rnn.pbtxt", tmp_dir);
+    snprintf(exe, sizeof exe, "%s/rnn", tmp_dir);
+    snprintf(xp, sizeof xp, "%s/rnn_x.npy", tmp_dir);
+    snprintf(lp, sizeof lp, "%s/rnn_labels.npy", tmp_dir);
+    write_rnn(m);
+    rnn_data(xp, lp);
+    Result r = tfcc("compile", m, "--feed", "x", "--feed", "labels", "--loss", "loss", "--optimizer",
+                    "adam:lr=0.05", "-o", exe, NULL);
+    ck_assert_msg(r.rc == 0, "compile rnn: %s", r.err);
+    result_free(&r);
+    int steps = 200;
+    snprintf(cmd, sizeof cmd,
+             "%s --feed x=%s --feed labels=%s --steps %d --log-every 1 --out-dir %s/rnn_out 2>&1", exe, xp,
+             lp, steps, tmp_dir);
+    int rc;
+    char *out = run_cmd(cmd, &rc);
+    ck_assert_msg(rc == 0, "%s: %s", cmd, out);
+    double first = 0, last = 0;
+    int n;
+    losses(out, &first, &last, &n);
+    ck_assert_msg(n == steps, "rnn: %d loss lines in:\n%.2000s", n, out);
+    fprintf(stderr, "rnn (adam:lr=0.05): loss %.4f at step 1, %.5f at step %d\n", first, last, steps);
+    ck_assert_msg(last < 0.1 && last < first / 10, "rnn: loss %g at step 1, %g at step %d", first, last,
+                  steps);
+    free(out);
+}
+END_TEST
+
 START_TEST(test_driver_errors)
 {
     char m[512], exe[512];
@@ -418,6 +606,7 @@ static Suite *train_suite(void)
     tcase_add_test(tc, test_mlp_momentum);
     tcase_add_test(tc, test_mlp_cond);
     tcase_add_test(tc, test_cnn_adam);
+    tcase_add_test(tc, test_rnn_while);
     tcase_add_test(tc, test_driver_errors);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
