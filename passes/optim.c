@@ -327,8 +327,21 @@ static bool is_float_const(const IrNode *n)
     return n->op == OP_CONST && (n->out[0].type.dtype == TCRT_F32 || n->out[0].type.dtype == TCRT_F64);
 }
 
+/* Operand k of a WHILE is loop-invariant: the body returns its parameter k
+ * unchanged (weights captured by a loop, e.g. an RNN's kernel). */
+static bool loop_invariant(const IrNode *w, int k)
+{
+    if (w->n_regions < 2 || k >= w->regions[1]->n_fetches)
+        return false;
+    IrValue r = w->regions[1]->fetches[k].value;
+    return r.node && r.node->op == OP_ARG && r.index == 0 && r.node->p.i[0] == k;
+}
+
 /* c (possibly through one reshape) is a matmul operand, a conv2d filter or
- * bias, or one operand of an add/sub whose other operand is not constant. */
+ * bias, one operand of an add/sub whose other operand is not constant, a
+ * loop-invariant operand of a while or a data operand of a cond (the
+ * weights a loop body or branch reads; constants the importer copied into
+ * a region stay constants: a region holds no variable). */
 static bool feeds_weights(const IrGraph *g, const IrNode *c)
 {
     IR_FOR_EACH(g, n)
@@ -338,6 +351,8 @@ static bool feeds_weights(const IrGraph *g, const IrNode *c)
             if (in != c && !(in->op == OP_COPY && in->inputs[0].node == c))
                 continue;
             if (n->op == OP_MATMUL || (n->op == OP_CONV2D && k >= 1 && k <= 2))
+                return true;
+            if ((n->op == OP_WHILE && loop_invariant(n, k)) || (n->op == OP_COND && k >= 1))
                 return true;
             if ((n->op == OP_ADD || n->op == OP_SUB) && n->n_inputs == 2 &&
                 n->inputs[1 - k].node->op != OP_CONST)

@@ -1613,6 +1613,41 @@ START_TEST(test_trainable)
 }
 END_TEST
 
+/* --trainable all picks the weights a loop reads (loop-invariant float
+ * operands: the RNN's W, U and inputs X) but not a loop variable the body
+ * changes (h0) or the int counter. */
+START_TEST(test_trainable_loop_weights)
+{
+    Status st = ST_INIT;
+    IrGraph *g = new_graph(false);
+    double wv[9] = {0.1, 0.2, 0.3, -0.1, 0.5, 0.2, 0.4, -0.3, 0.1}, uv[6] = {1, 0, -1, 0.5, 0.5, 0.5},
+           xv[8] = {1, 2, 3, 4, 5, 6, 7, 8}, hv[3] = {0, 0, 0};
+    const char *nm[4] = {"W", "U", "X", "h0"};
+    IrValue x[4];
+    IrShape sh[4] = {S(3, 3), S(2, 3), S(4, 1, 2), S(1, 3)};
+    const double *vals[4] = {wv, uv, xv, hv};
+    for (int i = 0; i < 4; i++) {
+        ir_graph_set_origin(g, nm[i], "Const");
+        x[i] = cst_d(g, F64, sh[i], vals[i], &st);
+    }
+    ir_graph_set_origin(g, NULL, NULL);
+    IrValue l = l_rnn(g, x, &st);
+    ck_assert_msg(st_ok(&st), "%s", st.msg);
+    ir_add_fetch(g, "loss", l, &st);
+    ck_assert_msg(pass_grad_trainable(g, "all", &st), "%s", st.msg);
+    bool seen[4] = {false};
+    IR_FOR_EACH(g, n) {
+        for (int i = 0; i < 4; i++)
+            if (n->op == OP_VARIABLE && !strcmp(n->origin, nm[i]))
+                seen[i] = true;
+    }
+    ck_assert(seen[0] && seen[1] && seen[2] && !seen[3]);
+    Status vst = ST_INIT;
+    ck_assert_msg(ir_verify(g, &vst), "%s", vst.msg);
+    ir_graph_free(g);
+}
+END_TEST
+
 /* Fault injection (STYLE rule 19): every allocation of building a graph
  * and its Adam training step fails in turn; each run ends with ST_NOMEM
  * (never a crash), until one succeeds. */
@@ -1717,6 +1752,7 @@ static Suite *grad_suite(void)
     tcase_add_test(to, test_momentum_by_hand);
     tcase_add_test(to, test_adam_by_hand);
     tcase_add_test(to, test_trainable);
+    tcase_add_test(to, test_trainable_loop_weights);
     tcase_add_test(to, test_fault_injection);
     tcase_add_test(to, test_fault_injection_loops);
     suite_add_tcase(s, to);
