@@ -222,3 +222,96 @@ void cg_io_idents(CgIo *io, int n)
         }
     }
 }
+
+/* ---- elementwise expressions ---- */
+
+void cg_append(char *buf, size_t cap, size_t *len, const char *s)
+{
+    size_t n = strlen(s);
+    if (*len + n + 1 > cap)
+        n = *len + 1 < cap ? cap - *len - 1 : 0;
+    memcpy(buf + *len, s, n);
+    *len += n;
+    buf[*len] = '\0';
+}
+
+static bool is_ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (c >= '0' && c <= '9');
+}
+
+bool cg_expr_subst(const char *expr, const char *const *elems, int n_elems, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (const char *p = expr; *p;) {
+        if (!is_ident_char(*p)) {
+            char c[2] = {*p++, 0};
+            cg_append(buf, cap, &len, c);
+            continue;
+        }
+        const char *q = p;
+        while (is_ident_char(*q))
+            q++;
+        int which = (q - p == 1 && *p >= 'A' && *p <= 'C') ? *p - 'A' : -1;
+        if (which >= 0 && which < n_elems) {
+            cg_append(buf, cap, &len, elems[which]);
+        } else {
+            char tok[256];
+            size_t tl = (size_t)(q - p) < sizeof tok - 1 ? (size_t)(q - p) : sizeof tok - 1;
+            memcpy(tok, p, tl);
+            tok[tl] = '\0';
+            cg_append(buf, cap, &len, tok);
+        }
+        p = q;
+    }
+    return len + 1 < cap;
+}
+
+void cg_elem_ext_name(int k, char *buf, size_t n)
+{
+    if (k < 26 && k != 24)
+        snprintf(buf, n, "%c", 'a' + k);
+    else
+        snprintf(buf, n, "x%d", k);
+}
+
+bool cg_elem_member_expr(const CgcElemGroup *grp, int m, char ext[][CG_ELEM_LEN], bool pow_double, const char *who,
+                         char *buf, size_t cap, Status *st)
+{
+    const IrNode *n = grp->members[m];
+    char operands[3][CG_ELEM_LEN];
+    const char *ptrs[3];
+    for (int k = 0; k < n->n_inputs && k < 3; k++) {
+        int mm = cg_elem_group_member(grp, n->inputs[k].node);
+        int e = mm >= 0 ? -1 : cg_elem_group_ext(grp, n->inputs[k]);
+        if (mm >= 0)
+            snprintf(operands[k], sizeof operands[k], "t%d", mm);
+        else if (e >= 0)
+            snprintf(operands[k], sizeof operands[k], "%s", ext[e]);
+        else
+            return st_errorf(st, ST_ERROR, "%s: operand %d of node %%%d not in its kernel", who, k, n->id);
+        ptrs[k] = operands[k];
+    }
+    tcrt_dtype dt = n->out[0].type.dtype;
+    bool is_float = dt == TCRT_F32 || dt == TCRT_F64;
+    if (n->op == OP_CAST) {
+        if (dt == TCRT_BOOL)
+            snprintf(buf, cap, "((%s) != 0)", ptrs[0]);
+        else
+            snprintf(buf, cap, "(%s)(%s)", cg_c_type(dt), ptrs[0]);
+        return true;
+    }
+    double e;
+    if (n->op == OP_POW && is_float && ir_const_scalar(n->inputs[1], &e) && e == 2.0) {
+        snprintf(buf, cap, "((%s) * (%s))", ptrs[0], ptrs[0]);
+        return true;
+    }
+    if (n->op == OP_POW && !is_float && pow_double) {
+        snprintf(buf, cap, "pow((double)(%s), (double)(%s))", ptrs[0], ptrs[1]);
+        return true;
+    }
+    if (!cg_expr_subst(ir_op_info(n->op)->c_expr, ptrs, n->n_inputs, buf, cap))
+        return st_errorf(st, ST_UNSUPPORTED, "%s: expression of node %%%d too long", who, n->id);
+    return true;
+}

@@ -96,6 +96,25 @@ typedef struct CgLoop {
     int64_t out_stride;
 } CgLoop;
 bool cg_elem_loops(const CgcElemGroup *grp, const char *who, CgLoop *loops, int *n_loops, Status *st);
+
+/* ---- elementwise expressions (cg_group.c), shared by the C and CUDA
+ * backends ---- */
+#define CG_ELEM_LEN 320 /* one operand read: "a[" + index expression + "]" */
+/* Appends s to buf (cap bytes, *len used), truncating safely. */
+void cg_append(char *buf, size_t cap, size_t *len, const char *s);
+/* expr with its identifier tokens A, B, C replaced by elems[0..2]; false
+ * when the result does not fit in cap bytes. */
+bool cg_expr_subst(const char *expr, const char *const *elems, int n_elems, char *buf, size_t cap);
+/* Parameter name of external operand k: a, b, ..., z ('y', the output,
+ * skipped), then x26, x27, ... */
+void cg_elem_ext_name(int k, char *buf, size_t n);
+/* The expression of member m of grp ("((a[i0]) - (t0))"): members are read
+ * as t<m>, external operand k as ext[k]; a cast is a C cast (to bool:
+ * != 0); x ** 2 is one multiply (the same correctly rounded value as pow);
+ * with pow_double an integer pow goes through double (device code has no
+ * integer pow).  who prefixes errors ("codegen", "cuda codegen"). */
+bool cg_elem_member_expr(const CgcElemGroup *grp, int m, char ext[][CG_ELEM_LEN], bool pow_double, const char *who,
+                         char *buf, size_t cap, Status *st);
 bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status *st);
 bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st);
 bool cgc_kernel_returns_status(const IrNode *n);

@@ -32,55 +32,6 @@
  * loop (below that, waking a thread costs more than the loop). */
 #define ELEM_PAR_MIN (1 << 16)
 #define ELEM_PAR_TASKS 8
-#define ELEM_LEN 320 /* "a[" + index expression + "]" */
-
-/* Appends s to buf[*len], truncating safely. */
-static void append(char *buf, size_t cap, size_t *len, const char *s)
-{
-    size_t n = strlen(s);
-    if (*len + n + 1 > cap)
-        n = *len + 1 < cap ? cap - *len - 1 : 0;
-    memcpy(buf + *len, s, n);
-    *len += n;
-    buf[*len] = '\0';
-}
-
-static bool is_ident_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (c >= '0' && c <= '9');
-}
-
-/* Replaces identifier tokens A, B, C of expr by elems[0..2]; false when
- * the result does not fit. */
-static bool substitute(const char *expr, const char *const *elems, int n_elems, char *buf,
-                       size_t cap)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    const char *p = expr;
-    while (*p) {
-        if (!is_ident_char(*p)) {
-            char c[2] = {*p++, 0};
-            append(buf, cap, &len, c);
-            continue;
-        }
-        const char *q = p;
-        while (is_ident_char(*q))
-            q++;
-        int which = (q - p == 1 && *p >= 'A' && *p <= 'C') ? *p - 'A' : -1;
-        if (which >= 0 && which < n_elems) {
-            append(buf, cap, &len, elems[which]);
-        } else {
-            char tok[256];
-            size_t tl = (size_t)(q - p) < sizeof tok - 1 ? (size_t)(q - p) : sizeof tok - 1;
-            memcpy(tok, p, tl);
-            tok[tl] = '\0';
-            append(buf, cap, &len, tok);
-        }
-        p = q;
-    }
-    return len + 1 < cap;
-}
 
 /* Index expression "i0 * 12 + i1 * 3 + i2" for the given strides. */
 static void index_expr(const CgLoop *loops, int n_loops, int which, char *buf, size_t cap)
@@ -96,60 +47,10 @@ static void index_expr(const CgLoop *loops, int n_loops, int which, char *buf, s
             snprintf(term, sizeof term, "%si%d", len ? " + " : "", l);
         else
             snprintf(term, sizeof term, "%si%d * %lld", len ? " + " : "", l, (long long)s);
-        append(buf, cap, &len, term);
+        cg_append(buf, cap, &len, term);
     }
     if (len == 0)
-        append(buf, cap, &len, "0");
-}
-
-/* Parameter name of external operand k: a, b, ..., z, then x26, x27, ... */
-static void ext_name(int k, char *buf, size_t n)
-{
-    if (k < 26 && k != 24) /* skip 'y', the output */
-        snprintf(buf, n, "%c", 'a' + k);
-    else
-        snprintf(buf, n, "x%d", k);
-}
-
-/* The statement expression of member m ("((a[i0]) - (t0))"). */
-static bool member_expr(const CgcElemGroup *grp, int m, char ext_elems[][ELEM_LEN], char *buf, size_t cap,
-                        Status *st)
-{
-    const IrNode *n = grp->members[m];
-    const OpInfo *oi = ir_op_info(n->op);
-    char operands[3][ELEM_LEN];
-    const char *ptrs[3];
-    for (int k = 0; k < n->n_inputs; k++) {
-        int mm = cg_elem_group_member(grp, n->inputs[k].node);
-        int e = mm >= 0 ? -1 : cg_elem_group_ext(grp, n->inputs[k]);
-        if (mm >= 0)
-            snprintf(operands[k], sizeof operands[k], "t%d", mm);
-        else if (e >= 0)
-            snprintf(operands[k], sizeof operands[k], "%s", ext_elems[e]);
-        else
-            return st_errorf(st, ST_ERROR, "codegen: operand %d of node %%%d not in its kernel", k,
-                             n->id);
-        ptrs[k] = operands[k];
-    }
-    const char *out_ctype = cg_c_type(n->out[0].type.dtype);
-    if (n->op == OP_CAST) {
-        if (n->out[0].type.dtype == TCRT_BOOL)
-            snprintf(buf, cap, "((%s) != 0)", ptrs[0]);
-        else
-            snprintf(buf, cap, "(%s)(%s)", out_ctype, ptrs[0]);
-        return true;
-    }
-    /* x ** 2 (layer norm's variance): one multiply, the same correctly
-     * rounded value as pow (no libm call in the loop). */
-    double e;
-    if (n->op == OP_POW && (n->out[0].type.dtype == TCRT_F32 || n->out[0].type.dtype == TCRT_F64) &&
-        ir_const_scalar(n->inputs[1], &e) && e == 2.0) {
-        snprintf(buf, cap, "((%s) * (%s))", ptrs[0], ptrs[0]);
-        return true;
-    }
-    if (!substitute(oi->c_expr, ptrs, n->n_inputs, buf, cap))
-        return st_errorf(st, ST_UNSUPPORTED, "codegen: expression of node %%%d too long", n->id);
-    return true;
+        cg_append(buf, cap, &len, "0");
 }
 
 /* The kernel kname of a large group: its operands in a struct, ELEM_PAR_TASKS
@@ -230,20 +131,20 @@ bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status 
         return false;
 
     /* Operand element expressions. */
-    char (*ext_elems)[ELEM_LEN] = xx_malloc(sizeof(char[ELEM_LEN]) * ((size_t)grp->n_ext + 1));
+    char (*ext_elems)[CG_ELEM_LEN] = xx_malloc(sizeof(char[CG_ELEM_LEN]) * ((size_t)grp->n_ext + 1));
     char (*docs)[600] = xx_malloc(sizeof(char[600]) * (size_t)grp->n_members);
     if (!ext_elems || !docs) {
         xx_free(ext_elems);
         xx_free(docs);
         return st_errorf(st, ST_NOMEM, "codegen: out of memory");
     }
-    char names[CG_MAX_EXT][16], (*sym)[ELEM_LEN] = xx_malloc(sizeof(char[ELEM_LEN]) * ((size_t)grp->n_ext + 1));
+    char names[CG_MAX_EXT][16], (*sym)[CG_ELEM_LEN] = xx_malloc(sizeof(char[CG_ELEM_LEN]) * ((size_t)grp->n_ext + 1));
     bool ok = sym != NULL;
     if (!ok)
         st_errorf(st, ST_NOMEM, "codegen: out of memory");
     for (int k = 0; ok && k < grp->n_ext; k++) {
         char idx[256];
-        ext_name(k, names[k], sizeof names[k]);
+        cg_elem_ext_name(k, names[k], sizeof names[k]);
         index_expr(loops, n_loops, k, idx, sizeof idx);
         snprintf(ext_elems[k], sizeof ext_elems[k], "%.15s[%.255s]", names[k], idx);
         snprintf(sym[k], sizeof sym[k], "%.15s", names[k]);
@@ -251,7 +152,7 @@ bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status 
     /* The comment shows each member over parameter names, not indices. */
     for (int m = 0; ok && m < grp->n_members; m++) {
         char e[560];
-        ok = member_expr(grp, m, sym, e, sizeof e, st);
+        ok = cg_elem_member_expr(grp, m, sym, false, "codegen", e, sizeof e, st);
         if (ok)
             snprintf(docs[m], sizeof docs[m], "%s = %s", m == grp->n_members - 1 ? "y" : "", e);
         if (ok && m < grp->n_members - 1)
@@ -322,7 +223,7 @@ bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status 
     index_expr(loops, n_loops, -1, out_idx, sizeof out_idx);
     for (int m = 0; ok && m < grp->n_members; m++) {
         char e[4096];
-        ok = member_expr(grp, m, ext_elems, e, sizeof e, st);
+        ok = cg_elem_member_expr(grp, m, ext_elems, false, "codegen", e, sizeof e, st);
         if (!ok)
             break;
         if (m < grp->n_members - 1)

@@ -20,107 +20,6 @@
 
 #include <string.h>
 
-#define ELEM_LEN 320
-
-static void append(char *buf, size_t cap, size_t *len, const char *s)
-{
-    size_t n = strlen(s);
-    if (*len + n + 1 > cap)
-        n = *len + 1 < cap ? cap - *len - 1 : 0;
-    memcpy(buf + *len, s, n);
-    *len += n;
-    buf[*len] = '\0';
-}
-
-static bool is_ident_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (c >= '0' && c <= '9');
-}
-
-/* expr with the identifier tokens A, B, C replaced by elems[0..2]; false
- * when the result does not fit in buf. */
-static bool substitute(const char *expr, const char *const *elems, int n_elems, char *buf, size_t cap)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    for (const char *p = expr; *p;) {
-        if (!is_ident_char(*p)) {
-            char c[2] = {*p++, 0};
-            append(buf, cap, &len, c);
-            continue;
-        }
-        const char *q = p;
-        while (is_ident_char(*q))
-            q++;
-        int which = (q - p == 1 && *p >= 'A' && *p <= 'C') ? *p - 'A' : -1;
-        if (which >= 0 && which < n_elems) {
-            append(buf, cap, &len, elems[which]);
-        } else {
-            char tok[256];
-            size_t tl = (size_t)(q - p) < sizeof tok - 1 ? (size_t)(q - p) : sizeof tok - 1;
-            memcpy(tok, p, tl);
-            tok[tl] = '\0';
-            append(buf, cap, &len, tok);
-        }
-        p = q;
-    }
-    return len + 1 < cap;
-}
-
-static bool is_float(tcrt_dtype dt)
-{
-    return dt == TCRT_F32 || dt == TCRT_F64;
-}
-
-/* Statement expression of member m; ext_elems[k]: how operand k is read. */
-static bool member_expr(const CgcElemGroup *grp, int m, char ext_elems[][ELEM_LEN], char *buf, size_t cap,
-                        Status *st)
-{
-    const IrNode *n = grp->members[m];
-    char operands[3][ELEM_LEN];
-    const char *ptrs[3];
-    for (int k = 0; k < n->n_inputs; k++) {
-        int mm = cg_elem_group_member(grp, n->inputs[k].node);
-        int e = mm >= 0 ? -1 : cg_elem_group_ext(grp, n->inputs[k]);
-        if (mm >= 0)
-            snprintf(operands[k], sizeof operands[k], "t%d", mm);
-        else if (e >= 0)
-            snprintf(operands[k], sizeof operands[k], "%s", ext_elems[e]);
-        else
-            return st_errorf(st, ST_ERROR, "cuda codegen: operand %d of node %%%d not in its kernel", k, n->id);
-        ptrs[k] = operands[k];
-    }
-    tcrt_dtype dt = n->out[0].type.dtype;
-    if (n->op == OP_CAST) {
-        if (dt == TCRT_BOOL)
-            snprintf(buf, cap, "((%s) != 0)", ptrs[0]);
-        else
-            snprintf(buf, cap, "(%s)(%s)", cg_c_type(dt), ptrs[0]);
-        return true;
-    }
-    if (n->op == OP_POW) {
-        double e;
-        if (is_float(dt) && ir_const_scalar(n->inputs[1], &e) && e == 2.0)
-            snprintf(buf, cap, "((%s) * (%s))", ptrs[0], ptrs[0]);
-        else if (!is_float(dt))
-            snprintf(buf, cap, "pow((double)(%s), (double)(%s))", ptrs[0], ptrs[1]);
-        else
-            snprintf(buf, cap, "pow(%s, %s)", ptrs[0], ptrs[1]);
-        return true;
-    }
-    if (!substitute(ir_op_info(n->op)->c_expr, ptrs, n->n_inputs, buf, cap))
-        return st_errorf(st, ST_UNSUPPORTED, "cuda codegen: expression of node %%%d too long", n->id);
-    return true;
-}
-
-/* Operand k's parameter name: a, b, ..., z (y skipped: the output), x26, ... */
-static void ext_name(int k, char *buf, size_t n)
-{
-    if (k < 26 && k != 24)
-        snprintf(buf, n, "%c", 'a' + k);
-    else
-        snprintf(buf, n, "x%d", k);
-}
 
 static int64_t grid_for(int64_t total)
 {
@@ -168,8 +67,8 @@ bool cgu_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, int64_t
     const char *ivar = total > INT32_MAX / 2 ? "long long" : "int";
 
     char names[CG_MAX_EXT][16];
-    char (*elems)[ELEM_LEN] = xx_malloc(sizeof(char[ELEM_LEN]) * ((size_t)grp->n_ext + 1));
-    char (*syms)[ELEM_LEN] = xx_malloc(sizeof(char[ELEM_LEN]) * ((size_t)grp->n_ext + 1));
+    char (*elems)[CG_ELEM_LEN] = xx_malloc(sizeof(char[CG_ELEM_LEN]) * ((size_t)grp->n_ext + 1));
+    char (*syms)[CG_ELEM_LEN] = xx_malloc(sizeof(char[CG_ELEM_LEN]) * ((size_t)grp->n_ext + 1));
     char *e = xx_malloc(4096);
     if (!elems || !syms || !e) {
         xx_free(elems);
@@ -178,7 +77,7 @@ bool cgu_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, int64_t
         return st_errorf(st, ST_NOMEM, "cuda codegen: out of memory");
     }
     for (int k = 0; k < grp->n_ext; k++) {
-        ext_name(k, names[k], sizeof names[k]);
+        cg_elem_ext_name(k, names[k], sizeof names[k]);
         char idx[256];
         size_t len = 0;
         idx[0] = '\0';
@@ -191,12 +90,12 @@ bool cgu_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, int64_t
                 snprintf(term, sizeof term, "%si%d", len ? " + " : "", l);
             else
                 snprintf(term, sizeof term, "%si%d * %lld", len ? " + " : "", l, (long long)s);
-            append(idx, sizeof idx, &len, term);
+            cg_append(idx, sizeof idx, &len, term);
         }
         if (!len)
-            append(idx, sizeof idx, &len, "0");
-        snprintf(elems[k], ELEM_LEN, "%.15s[%.255s]", names[k], idx);
-        snprintf(syms[k], ELEM_LEN, "%.15s", names[k]);
+            cg_append(idx, sizeof idx, &len, "0");
+        snprintf(elems[k], CG_ELEM_LEN, "%.15s[%.255s]", names[k], idx);
+        snprintf(syms[k], CG_ELEM_LEN, "%.15s", names[k]);
     }
 
     cgu_kernel_header(o, kname, grp->members, grp->n_members);
@@ -208,7 +107,7 @@ bool cgu_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, int64_t
     bool ok = true;
     for (int m = 0; ok && m < grp->n_members; m++) {
         char d[4200], c[4200];
-        ok = member_expr(grp, m, syms, e, 4096, st);
+        ok = cg_elem_member_expr(grp, m, syms, true, "cuda codegen", e, 4096, st);
         if (!ok)
             break;
         if (m < grp->n_members - 1)
@@ -237,7 +136,7 @@ bool cgu_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, int64_t
                       (long long)loops[l].size);
     }
     for (int m = 0; ok && m < grp->n_members; m++) {
-        ok = member_expr(grp, m, elems, e, 4096, st);
+        ok = cg_elem_member_expr(grp, m, elems, true, "cuda codegen", e, 4096, st);
         if (!ok)
             break;
         if (m < grp->n_members - 1)
