@@ -19,6 +19,8 @@
 
 #include "ir/ir.h"
 
+typedef struct PassCluster PassCluster; /* passes/passes.h */
+
 /* Indent-aware printer (chibicc's println). */
 typedef struct CgOut {
     FILE *f;
@@ -35,9 +37,14 @@ const char *cg_c_type(tcrt_dtype dt);
 typedef struct CgOptions {
     const char *name;             /* model prefix, a C identifier */
     const char *source_file;      /* for the header comment */
+    const PassCluster *cluster;   /* --cluster (docs/distributed.md), or NULL */
 } CgOptions;
 
 bool cgc_emit(const IrGraph *g, const CgOptions *o, const char *dir, Status *st);
+/* Whether g (partitioned) has a send/recv pair between two tasks of c: the
+ * C backend then emits per-rank dispatch and MPI transfers (runtime/mpi.c)
+ * and the executable links MPI.  False for c == NULL. */
+bool cgc_needs_mpi(const IrGraph *g, const PassCluster *c);
 
 /* cgl_: the LLVM backend (LLVM C API; built only when meson finds LLVM 19,
  * otherwise cgl_available() is false and cgl_emit_object fails with a clear

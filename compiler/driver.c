@@ -88,6 +88,9 @@ typedef struct Options {
     int n_devices;
     PassDeviceMap device_map[MAX_ITEMS]; /* --device-map PATTERN=DEVICE, in order */
     int n_device_map;
+    const char *cluster_spec;       /* --cluster JOB=N,... (docs/distributed.md) */
+    PassCluster cluster;            /* parsed cluster_spec */
+    char cluster_default[128];      /* the default device with --cluster: first job's task 0 */
     FILE *info_out;                 /* info --placement: where the report goes */
     char *owned[2 * MAX_ITEMS + 8]; /* strings allocated for the options, freed by drv_main */
     int n_owned;
@@ -175,7 +178,9 @@ static void usage(FILE *f)
             "  --device-map P=D    put nodes whose TF name matches glob P on device D (repeatable;\n"
             "                      the last match wins, over the model's request)\n"
             "  --devices D,...     devices of the cluster besides the local CPUs (e.g. gpu:0)\n"
-            "                      (any of these four turns placement on)\n");
+            "                      (any of these four turns placement on)\n"
+            "  --cluster J=N,...   tasks of a multi-process MPI run (docs/distributed.md), e.g.\n"
+            "                      ps=1,worker=2 (ranks in that order); turns placement on\n");
 }
 
 /* ---- argument parsing ---------------------------------------------------- */
@@ -358,6 +363,8 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
             o->placement = true;
         else if (!strcmp(a, "--default-device"))
             TAKE(default_device);
+        else if (!strcmp(a, "--cluster"))
+            TAKE(cluster_spec);
         else if (!strcmp(a, "--cuda-arch")) {
             if (!v) {
                 fprintf(err, "error: %s needs a value\n", a);
@@ -600,6 +607,11 @@ static bool build_artifacts(const Options *o, const IrGraph *g, const char *gen_
         if ((!is_exe || n_targets > 1) && !mkdir_p(dir, st))
             return false;
         TgtJob j = {.t = t, .cpu = o->cpu, .dir = gen_dir, .name = name};
+        j.mpi = o->cluster_spec && cgc_needs_mpi(g, &o->cluster);
+        if (j.mpi && (!is_exe || is_llvm || t != tgt_host()))
+            return st_errorf(st, ST_ERROR,
+                             "--cluster with edges between tasks: only the host executable "
+                             "(--emit exe, --backend c, no --target) links MPI so far");
         char obj[PATH_MAX], obj_name[160];
         if (is_llvm) {
             CgLlvmTarget lt = {.triple = t->llvm_triple, .cpu = tgt_cpu(t, o->cpu), .features = NULL};
@@ -702,7 +714,7 @@ static const char *checkpoint_prefix(const char *model, const FeModel *m, char *
 
 static bool placement_requested(const Options *o)
 {
-    return o->placement || o->default_device || o->n_devices || o->n_device_map;
+    return o->placement || o->default_device || o->n_devices || o->n_device_map || o->cluster_spec;
 }
 
 static const char *why_text(PassPlaceWhy w)
@@ -789,6 +801,11 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
     PassPlaceOptions popt = {.default_device = o->default_device, .devices = o->devices,
                              .n_devices = o->n_devices, .map = o->device_map, .n_map = o->n_device_map,
                              .for_codegen = !info_only && !is_cuda, .report = &prep};
+    if (o->cluster_spec) { /* nodes without a request go to the first job's task 0 (rank 0) */
+        popt.cluster = &o->cluster;
+        if (!popt.default_device)
+            popt.default_device = o->cluster_default;
+    }
     if (placement_requested(o))
         po.place = &popt;
     else
@@ -819,7 +836,8 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
         return ok;
     }
     if (ok) {
-        CgOptions co = {.name = name, .source_file = o->model};
+        CgOptions co = {
+            .name = name, .source_file = o->model, .cluster = o->cluster_spec ? &o->cluster : NULL};
         t0 = now_ms();
         ok = cgc_emit(g, &co, gen_dir, st);
         stats->codegen_ms = now_ms() - t0;
@@ -1591,6 +1609,15 @@ int drv_main(int argc, char **argv, FILE *out, FILE *err)
 {
     Options o;
     int rc = parse_args(argc, argv, &o, err);
+    if (rc == 0 && o.cluster_spec) { /* --cluster: validated before anything is read */
+        Status cst = ST_INIT;
+        if (!pass_cluster_parse(o.cluster_spec, &o.cluster, &cst)) {
+            fprintf(err, "error: %s\n", cst.msg);
+            rc = 2;
+        } else
+            snprintf(o.cluster_default, sizeof o.cluster_default, "/job:%s/replica:0/task:0/device:CPU:0",
+                     o.cluster.job[0]);
+    }
     if (rc == -1)
         rc = 0;
     else if (rc)

@@ -108,7 +108,8 @@ static bool check_devices(Parter *pt)
             return st_errorf(pt->cx->st, ST_ERROR, "node '%s' (%s): malformed device '%s'", nm(n), nm_op(n),
                              n->device);
         ir_dev_complete(&d, ir_dev_local_task());
-        if (!ir_dev_same_task(&d, ir_dev_local_task()))
+        if (!ir_dev_same_task(&d, ir_dev_local_task()) &&
+            pass_cluster_rank(pt->cx->place->cluster, n->device) < 0)
             return st_errorf(pt->cx->st, ST_ERROR,
                              "node '%s' (%s) is placed on %s, another task: this tfcc compiles one process "
                              "(/job:localhost/replica:0/task:0) and has no distributed runtime; use "

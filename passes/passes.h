@@ -172,6 +172,26 @@ typedef struct PassPlaceReport {
     int64_t peak_asap, peak_alap; /* peak live bytes, RECVs as early / as late as possible */
 } PassPlaceReport;
 
+/* --cluster JOB=N[,JOB=N...] (docs/distributed.md): the tasks of a
+ * multi-process run, numbered into MPI ranks in spec order (ps=1,worker=2:
+ * ps:0 -> 0, worker:0 -> 1, worker:1 -> 2).  The local task
+ * (/job:localhost/replica:0/task:0, where feeds arrive and results leave)
+ * is rank 0's process. */
+#define PASS_MAX_JOBS 8
+#define PASS_MAX_RANKS 64
+typedef struct PassCluster {
+    int n_jobs;
+    char job[PASS_MAX_JOBS][IR_DEV_MAX_NAME];
+    int count[PASS_MAX_JOBS];     /* tasks of each job (>= 1) */
+    int n_ranks;                  /* their sum */
+} PassCluster;
+/* Parses spec into c; false with an error naming the flag and the problem. */
+bool pass_cluster_parse(const char *spec, PassCluster *c, Status *st);
+/* The rank of a device's task (canonical or partial name; the local task is
+ * rank 0), or -1 when the task is not in the cluster or the name is
+ * malformed. */
+int pass_cluster_rank(const PassCluster *c, const char *device);
+
 struct PassPlaceOptions {
     const char *default_device;   /* --default-device, or NULL */
     const char *const *devices;   /* --devices: devices of the cluster */
@@ -179,6 +199,7 @@ struct PassPlaceOptions {
     const PassDeviceMap *map;     /* --device-map, in command-line order */
     int n_map;
     bool for_codegen;             /* partition: devices this build cannot run are errors */
+    const PassCluster *cluster;   /* --cluster (docs/distributed.md), or NULL: one process */
     PassPlaceReport *report;      /* filled when set (strings owned by the graph) */
 };
 

@@ -42,6 +42,7 @@
  */
 #include "passes/passes.h"
 
+#include <ctype.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,6 +671,91 @@ static bool simulate(Placer *pl, double *makespan)
     return true;
 }
 
+/* ---- --cluster ---------------------------------------------------------- */
+
+bool pass_cluster_parse(const char *spec, PassCluster *c, Status *st)
+{
+    memset(c, 0, sizeof *c);
+    if (!spec || !*spec)
+        return st_errorf(st, ST_ERROR,
+                         "--cluster '': expected JOB=COUNT[,JOB=COUNT...] (e.g. ps=1,worker=2)");
+    const char *p = spec;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (!eq || eq == p)
+            return st_errorf(st, ST_ERROR,
+                             "--cluster '%s': expected JOB=COUNT[,JOB=COUNT...] (e.g. ps=1,worker=2)", spec);
+        size_t jl = (size_t)(eq - p);
+        if (jl >= IR_DEV_MAX_NAME)
+            return st_errorf(st, ST_ERROR, "--cluster '%s': job name too long", spec);
+        char job[IR_DEV_MAX_NAME];
+        memcpy(job, p, jl);
+        job[jl] = 0;
+        /* a job name as in device names: a letter, then letters, digits, '_' */
+        bool name_ok = isalpha((unsigned char)job[0]);
+        for (size_t k = 1; k < jl; k++)
+            name_ok = name_ok && (isalnum((unsigned char)job[k]) || job[k] == '_');
+        if (!name_ok || !strcmp(job, "localhost"))
+            return st_errorf(st, ST_ERROR,
+                             "--cluster '%s': bad job name '%s' (a letter, then letters, digits "
+                             "or '_'; not 'localhost')",
+                             spec, job);
+        long n = 0;
+        const char *d = eq + 1;
+        if (d == p + len)
+            return st_errorf(st, ST_ERROR, "--cluster '%s': job '%s' has no task count", spec, job);
+        for (; d < p + len; d++) {
+            if (!isdigit((unsigned char)*d) || n > PASS_MAX_RANKS)
+                return st_errorf(st, ST_ERROR,
+                                 "--cluster '%s': task count of job '%s' is not a number from 1 "
+                                 "to %d",
+                                 spec, job, PASS_MAX_RANKS);
+            n = n * 10 + (*d - '0');
+        }
+        if (n < 1 || n > PASS_MAX_RANKS)
+            return st_errorf(st, ST_ERROR,
+                             "--cluster '%s': task count of job '%s' is not a number from 1 to %d", spec, job,
+                             PASS_MAX_RANKS);
+        for (int k = 0; k < c->n_jobs; k++)
+            if (!strcmp(c->job[k], job))
+                return st_errorf(st, ST_ERROR, "--cluster '%s': job '%s' named twice", spec, job);
+        if (c->n_jobs >= PASS_MAX_JOBS)
+            return st_errorf(st, ST_ERROR, "--cluster '%s': more than %d jobs", spec, PASS_MAX_JOBS);
+        if (c->n_ranks + n > PASS_MAX_RANKS)
+            return st_errorf(st, ST_ERROR, "--cluster '%s': more than %d tasks in all", spec, PASS_MAX_RANKS);
+        strcpy(c->job[c->n_jobs], job);
+        c->count[c->n_jobs++] = (int)n;
+        c->n_ranks += (int)n;
+        if (!end)
+            break;
+        p = end + 1;
+        if (!*p)
+            return st_errorf(st, ST_ERROR, "--cluster '%s': trailing ','", spec);
+    }
+    return true;
+}
+
+int pass_cluster_rank(const PassCluster *c, const char *device)
+{
+    IrDevName d;
+    if (!c || !ir_dev_parse(device, &d))
+        return -1;
+    ir_dev_complete(&d, ir_dev_local_task());
+    if (ir_dev_same_task(&d, ir_dev_local_task()))
+        return 0;
+    if (d.replica != 0)
+        return -1;
+    int base = 0;
+    for (int k = 0; k < c->n_jobs; k++) {
+        if (!strcmp(c->job[k], d.job))
+            return d.task >= 0 && d.task < c->count[k] ? base + d.task : -1;
+        base += c->count[k];
+    }
+    return -1;
+}
+
 static bool placer_init(Placer *pl, IrGraph *g, PassCtx *cx)
 {
     memset(pl, 0, sizeof *pl);
@@ -710,6 +796,14 @@ static bool placer_init(Placer *pl, IrGraph *g, PassCtx *cx)
     strcpy(host.type, "CPU");
     host.id = 0;
     pl->host = add_dev(pl, &host, "host");
+    /* --cluster: the CPU:0 of every task, in rank order */
+    for (int k = 0; pl->o->cluster && k < pl->o->cluster->n_jobs && st_ok(cx->st); k++)
+        for (int t = 0; t < pl->o->cluster->count[k] && st_ok(cx->st); t++) {
+            IrDevName d = host;
+            strcpy(d.job, pl->o->cluster->job[k]);
+            d.task = t;
+            add_dev(pl, &d, "--cluster");
+        }
     for (int i = 0; i < pl->o->n_devices && st_ok(cx->st); i++)
         flag_dev(pl, "--devices", pl->o->devices[i]);
     if (pl->o->default_device && st_ok(cx->st))

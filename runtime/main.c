@@ -368,6 +368,10 @@ static bool restore_ckpt(const tcrt_model *m, uint8_t *arena, const char *given,
     return ok;
 }
 
+/* Set by runtime/mpi.c on ranks other than 0 of a --cluster run: the
+ * results are rank 0's (docs/distributed.md). */
+int tcrt_main_skip_results;
+
 int tcrt_main(const tcrt_model *m, int argc, char **argv)
 {
     const char *prog = argc > 0 && argv[0] ? argv[0] : "model";
@@ -636,7 +640,9 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         printf("trained step=%lld steps_run=%lld ms_per_step=%.4f\n", (long long)end,
                (long long)(end - start), run_ms / (double)(end - start));
 
-    /* 6. results */
+    /* 6. results (skipped on the MPI ranks other than 0: runtime/mpi.c) */
+    if (tcrt_main_skip_results)
+        goto done;
     if (!make_dirs(out_dir)) {
         errorf("cannot create output folder '%s': %s", out_dir, strerror(errno));
         rc = EXIT_RUN;

@@ -28,9 +28,11 @@ want_bench=0
 # demo: python-matplotlib-data ships grace_hopper.jpg (a real photo, public domain)
 # targets: the aarch64-linux-gnu cross toolchain (tfcc --target aarch64-linux-gnu) and qemu-user to test it
 # llvm backend (--backend llvm, optional in meson): llvm-19-dev (llvm-config-19, libLLVM-19)
+# distributed (--cluster, tests/mpi): openmpi-bin (mpirun) libopenmpi-dev (mpi.h, libmpi, pkg-config ompi-c)
 pkgs=(meson ninja-build pkg-config gcc g++ check libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libonnx-testdata
       libeigen3-dev clang libclang-rt-14-dev valgrind python-matplotlib-data
-      gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user llvm-19-dev)
+      gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user llvm-19-dev
+      openmpi-bin libopenmpi-dev)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 [ $want_bench -eq 0 ] || pkgs+=(python3-numpy python3-torch python3-torchvision time)

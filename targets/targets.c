@@ -88,7 +88,7 @@ static const TgtTarget table[] = {
         .exe_wrapper = "adb shell",
         .unavailable = "needs the Android NDK (aarch64-linux-android24-clang and its sysroot), which this "
                        "tfcc does not use: --emit c writes sources and a Makefile to build with the NDK "
-                       "(make CC=aarch64-linux-android24-clang CXX=aarch64-linux-android24-clang++), and "
+                       "(make CC=aarch64-linux-android24-clang), and "
                        "--emit obj --backend llvm writes the model's object, which needs no toolchain",
     },
 };
@@ -487,9 +487,21 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
         ok = compile_unit(j, "", ".c", pic, log_path, st) && compile_unit(j, "_weights", ".S", pic, log_path, st);
     if (ok && kind == TGT_EXE)
         ok = compile_unit(j, "_main", ".c", pic, log_path, st);
+    char mpi_lib[4096];
+    snprintf(mpi_lib, sizeof mpi_lib, "%s/libtcrt_mpi.a", t->runtime_libdir);
+    if (ok && kind == TGT_EXE && j->mpi && access(mpi_lib, R_OK) != 0)
+        ok = st_errorf(st, ST_ERROR,
+                       "the graph has edges between --cluster tasks but this tfcc was built without "
+                       "MPI (%s missing; install openmpi-bin libopenmpi-dev and reconfigure)",
+                       mpi_lib);
     if (ok && kind == TGT_EXE) {
         Cmd c = {.argc = 0};
-        cmd_add(&c, t->cc);
+        if (j->mpi) { /* mpicc adds MPI's link flags around the target's cc (docs/distributed.md) */
+            cmd_add(&c, "env");
+            cmd_addf(&c, "OMPI_CC=", t->cc);
+            cmd_add(&c, "mpicc");
+        } else
+            cmd_add(&c, t->cc);
         cmd_add(&c, "-o");
         cmd_add(&c, out);
         add_model_objs(&c, j);
@@ -497,6 +509,8 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
         snprintf(o3, sizeof o3, "%s_main.o", j->name);
         cmd_add(&c, o3);
         cmd_addf(&c, "-L", t->runtime_libdir);
+        if (j->mpi)
+            cmd_add(&c, "-ltcrt_mpi");
         cmd_add(&c, "-ltcrt_fast");
         cmd_add(&c, "-ltcrt");
         cmd_add(&c, "-lstdc++");
@@ -574,8 +588,14 @@ static int cmp_str(const void *a, const void *b)
 
 #define MAX_RT_FILES 128
 
+/* Runtime sources that --emit c leaves out besides the x86 micro-kernels:
+ * mpi.c needs MPI (built only into libtcrt_mpi, for --cluster executables),
+ * and the folder has no cluster support. */
+static const char *const emitc_skip[] = {"mpi.c", NULL};
+
 /* The file names in dir ending in one of exts (sorted; x86 micro-kernels,
- * "_avx" in the name, left out).  Names are malloc'ed into names[]. */
+ * "_avx" in the name, and emitc_skip left out).  Names are malloc'ed into
+ * names[]. */
 static int list_files(const char *dir, const char *const *exts, char **names, int max, Status *st)
 {
     DIR *d = opendir(dir);
@@ -592,6 +612,8 @@ static int list_files(const char *dir, const char *const *exts, char **names, in
             size_t el = strlen(exts[k]);
             want |= len > el && !strcmp(e->d_name + len - el, exts[k]);
         }
+        for (int k = 0; emitc_skip[k]; k++)
+            want &= strcmp(e->d_name, emitc_skip[k]) != 0;
         if (!want || strstr(e->d_name, "_avx"))
             continue;
         names[n] = strdup(e->d_name);
@@ -613,12 +635,13 @@ static bool mkdir_one(const char *path, Status *st)
     return true;
 }
 
-/* Copies runtime/<sub> (sources with exts) into out/runtime/<sub>; appends
- * the .c/.cc names (relative to out) to mk's source lists. */
-static bool copy_runtime_dir(const char *rt, const char *sub, const char *out, FILE *csrc, FILE *cxxsrc,
-                             Status *st)
+/* Copies runtime/<sub> (its .c and .h files) into out/runtime/<sub>;
+ * appends the .c names (relative to out) to csrc.  The C++ sources
+ * (kernels/fast_eigen.cc) stay behind: kernels/fast_gemm.c is their portable
+ * C twin (same symbols), so the folder is C only. */
+static bool copy_runtime_dir(const char *rt, const char *sub, const char *out, FILE *csrc, Status *st)
 {
-    static const char *const exts[] = {".c", ".cc", ".h", NULL};
+    static const char *const exts[] = {".c", ".h", NULL};
     char src_dir[4096], dst_dir[4096], a[4600], b[4600];
     snprintf(src_dir, sizeof src_dir, "%s%s%s", rt, *sub ? "/" : "", sub);
     snprintf(dst_dir, sizeof dst_dir, "%s/runtime%s%s", out, *sub ? "/" : "", sub);
@@ -634,11 +657,8 @@ static bool copy_runtime_dir(const char *rt, const char *sub, const char *out, F
         snprintf(b, sizeof b, "%s/%s", dst_dir, names[i]);
         ok = ok && copy_file(a, b, st);
         size_t len = strlen(names[i]);
-        FILE *f = len > 3 && !strcmp(names[i] + len - 3, ".cc") ? cxxsrc
-                  : len > 2 && !strcmp(names[i] + len - 2, ".c") ? csrc
-                                                                  : NULL;
-        if (f)
-            fprintf(f, " \\\n    runtime%s%s/%s", *sub ? "/" : "", sub, names[i]);
+        if (len > 2 && !strcmp(names[i] + len - 2, ".c"))
+            fprintf(csrc, " \\\n    runtime%s%s/%s", *sub ? "/" : "", sub, names[i]);
         free(names[i]);
     }
     return ok;
@@ -666,18 +686,16 @@ bool tgt_write_c_project(const TgtJob *j, const char *out, Status *st)
     snprintf(rt_out, sizeof rt_out, "%s/runtime", out);
     if (!mkdir_one(rt_out, st))
         return false;
-    char *csrc = NULL, *cxxsrc = NULL;
-    size_t csz = 0, cxxsz = 0;
-    FILE *cf = open_memstream(&csrc, &csz), *xf = open_memstream(&cxxsrc, &cxxsz);
-    bool ok = cf && xf;
+    char *csrc = NULL;
+    size_t csz = 0;
+    FILE *cf = open_memstream(&csrc, &csz);
+    bool ok = cf != NULL;
     if (!ok)
         st_errorf(st, ST_NOMEM, "out of memory");
-    ok = ok && copy_runtime_dir(rt, "", out, cf, xf, st) && copy_runtime_dir(rt, "include", out, cf, xf, st) &&
-         copy_runtime_dir(rt, "kernels", out, cf, xf, st);
+    ok = ok && copy_runtime_dir(rt, "", out, cf, st) && copy_runtime_dir(rt, "include", out, cf, st) &&
+         copy_runtime_dir(rt, "kernels", out, cf, st);
     if (cf)
         fclose(cf);
-    if (xf)
-        fclose(xf);
     if (ok) {
         snprintf(a, sizeof a, "%s/Makefile", out);
         FILE *f = fopen(a, "w");
@@ -698,17 +716,17 @@ bool tgt_write_c_project(const TgtJob *j, const char *out, Status *st)
                     "# Generated by tfcc - DO NOT EDIT\n"
                     "# %s for %s: the generated C11 code (%s.c, %s.h), its weights\n"
                     "# (%s_weights.S: .incbin of %s_weights.bin, GNU as syntax, ELF), and the tfcc\n"
-                    "# runtime's portable sources (runtime/: C, plus kernels/fast_eigen.cc: C++17 and Eigen 3.4).\n"
+                    "# runtime's portable C sources (runtime/, GNU C11; matmul and conv2d on the\n"
+                    "# portable C GEMM of kernels/fast_gemm.c; no C++ compiler needed).\n"
                     "#   make                     the executable %s (%s --help) and lib%s.a\n"
-                    "#   make CC=clang CXX=clang++ CFLAGS='-O2 -Wall -Werror'   (ARCH: the target's ISA)\n"
+                    "#   make CC=clang CFLAGS='-O2 -Wall -Werror'   (ARCH: the target's ISA)\n"
                     "# An app includes %s.h and links lib%s.a $(LDLIBS).\n"
-                    "CC = %s\nCXX = %s\nAR = %s\n"
-                    "ARCH = %s -fPIC\nCFLAGS = %s\nCXXFLAGS = $(CFLAGS)\n"
-                    "EIGEN = /usr/include/eigen3\n"
+                    "CC = %s\nAR = %s\n"
+                    "ARCH = %s -fPIC\nCFLAGS = %s\n"
                     "CPPFLAGS = -Iruntime/include -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -DTCRT_ISA_MAX=0\n"
-                    "LDLIBS = -lstdc++ -pthread -lm\n"
-                    "RT_C =%s\nRT_CXX =%s\n"
-                    "OBJS = %s.o %s_weights.o $(RT_C:.c=.o) $(RT_CXX:.cc=.o)\n\n"
+                    "LDLIBS = -pthread -lm\n"
+                    "RT_C =%s\n"
+                    "OBJS = %s.o %s_weights.o $(RT_C:.c=.o)\n\n"
                     "all: %s lib%s.a\n\n"
                     "%s: $(OBJS) %s_main.o\n\t$(CC) $(ARCH) $(CFLAGS) -o $@ $(OBJS) %s_main.o $(LDLIBS)\n\n"
                     "lib%s.a: $(OBJS)\n\trm -f $@\n\t$(AR) rcs $@ $(OBJS)\n\n"
@@ -716,18 +734,15 @@ bool tgt_write_c_project(const TgtJob *j, const char *out, Status *st)
                     "%s_main.o: %s_main.c\n\t$(CC) -std=c11 $(CPPFLAGS) $(ARCH) $(CFLAGS) -c %s_main.c -o $@\n\n"
                     "%s_weights.o: %s_weights.S %s_weights.bin\n\t$(CC) $(ARCH) -c %s_weights.S -o $@\n\n"
                     "runtime/%%.o: runtime/%%.c\n\t$(CC) -std=gnu11 $(CPPFLAGS) $(ARCH) $(CFLAGS) -c $< -o $@\n\n"
-                    "runtime/%%.o: runtime/%%.cc\n\t$(CXX) -std=c++17 $(CPPFLAGS) -isystem $(EIGEN) -DNDEBUG $(ARCH) $(CXXFLAGS) "
-                    "-c $< -o $@\n\n"
                     "clean:\n\trm -f %s lib%s.a *.o runtime/*.o runtime/kernels/*.o\n\n"
                     ".PHONY: all clean\n",
-                    nm, t->name, nm, nm, nm, nm, nm, nm, nm, nm, nm, t->cc, t->cxx,
-                    t->ar, arch, opt[0] ? opt : "-O2", csrc ? csrc : "", cxxsrc ? cxxsrc : "", nm, nm,
-                    nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm);
+                    nm, t->name, nm, nm, nm, nm, nm, nm, nm, nm, nm, t->cc, t->ar, arch, opt[0] ? opt : "-O2",
+                    csrc ? csrc : "", nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm,
+                    nm, nm);
             if (fclose(f) != 0)
                 ok = st_errorf(st, ST_IO, "cannot write '%s'", a);
         }
     }
     free(csrc);
-    free(cxxsrc);
     return ok;
 }

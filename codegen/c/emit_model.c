@@ -60,6 +60,8 @@ typedef struct Ctx {
     int n_args, n_results, n_vars;
     RegionInfo *rgs;              /* every region of the tree, pre-order */
     int n_rgs;
+    const PassCluster *cluster; /* --cluster, or NULL */
+    bool mpi;                   /* cgc_needs_mpi: per-rank dispatch and MPI transfers */
     Status *st;
 } Ctx;
 
@@ -730,40 +732,112 @@ static void emit_region_op(Ctx *c, CgOut *o, const IrGraph *g, const IrNode *n)
 
 /* The calls of graph g's kernels in order (the body of NAME_run_arena or of
  * a region function), at o's indent. */
+/* ---- --cluster: per-rank dispatch (docs/distributed.md) ---- */
+
+static int node_rank(const Ctx *c, const IrNode *n)
+{
+    int r = n->device ? pass_cluster_rank(c->cluster, n->device) : 0;
+    return r < 0 ? 0 : r;
+}
+
+/* The RECV reading SEND s, or NULL. */
+static const IrNode *recv_of(const IrGraph *g, const IrNode *s)
+{
+    IR_FOR_EACH(g, n)
+    {
+        if (n->op == OP_RECV && n->n_inputs == 1 && n->inputs[0].node == s)
+            return n;
+    }
+    return NULL;
+}
+
+bool cgc_needs_mpi(const IrGraph *g, const PassCluster *cl)
+{
+    if (!g || !cl)
+        return false;
+    Ctx c = {.cluster = cl};
+    IR_FOR_EACH(g, n)
+    {
+        if (n->op == OP_RECV && n->n_inputs == 1 && n->inputs[0].node->op == OP_SEND &&
+            node_rank(&c, n) != node_rank(&c, n->inputs[0].node))
+            return true;
+    }
+    return false;
+}
+
+static void emit_call(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *k);
+
+/* One kernel of the top-level schedule of an MPI graph: run by its rank
+ * only; a send/recv pair between ranks becomes runtime/mpi.c calls (tag:
+ * the send's node id). */
+static void emit_mpi_step(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *k)
+{
+    const IrNode *n = k->node;
+    int r = node_rank(c, n);
+    if (!k->is_elem && n->op == OP_RECV && n->inputs[0].node->op == OP_SEND) {
+        const IrNode *s = n->inputs[0].node;
+        int rs = node_rank(c, s);
+        if (rs != r) {
+            cg_printf(o, "if (tcrt_mpi_rank() == %d)\n    TFCC_TRY(tcrt_mpi_recv(a + %lld, %zu, %d, %d));\n",
+                      r, (long long)n->out[0].offset, ir_type_bytes(&n->out[0].type), rs, s->id);
+            cg_printf(o, "else if (tcrt_mpi_rank() == %d)\n    TFCC_TRY(tcrt_mpi_wait(%d));\n", rs, s->id);
+            return;
+        }
+    }
+    cg_printf(o, "if (tcrt_mpi_rank() == %d) {\n", r);
+    o->indent++;
+    emit_call(c, o, g, k);
+    if (!k->is_elem && n->op == OP_SEND) {
+        const IrNode *rv = recv_of(g, n);
+        if (rv && node_rank(c, rv) != r)
+            cg_printf(o, "TFCC_TRY(tcrt_mpi_isend(a + %lld, %zu, %d, %d));\n", (long long)n->out[0].offset,
+                      ir_type_bytes(&n->out[0].type), node_rank(c, rv), n->id);
+    }
+    o->indent--;
+    cg_printf(o, "}\n");
+}
+
 static void emit_calls(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *ks, int n_ks)
 {
     for (int i = 0; i < n_ks; i++) {
-        const Kernel *k = &ks[i];
-        const IrNode *n = k->node;
-        if (k->is_region) {
-            emit_region_op(c, o, g, n);
-            continue;
-        }
-        bool is_status = !k->is_elem && cgc_kernel_returns_status(n);
-        int n_in = k->is_elem ? k->grp.n_ext : n->n_inputs;
-        int n_args_k = n_in + n->n_outputs;
-        /* One line when it fits in 100 columns, else one argument per line. */
-        size_t width = strlen(k->name) + 16;
-        for (int j = 0; j < n_args_k; j++) {
-            char ptr[128];
-            kernel_arg(g, k, j, ptr, sizeof ptr);
-            width += strlen(ptr) + 2;
-        }
-        bool wide = width > 100 && n_args_k > 1;
-        cg_printf(o, "%s%s(", is_status ? "TFCC_TRY(" : "", k->name);
-        for (int j = 0; j < n_args_k; j++) {
-            char ptr[128];
-            kernel_arg(g, k, j, ptr, sizeof ptr);
-            cg_printf(o, "%s%s", j == 0 ? (wide ? "\n    " : "") : (wide ? ",\n    " : ", "), ptr);
-        }
-        if (cgc_has_workspace(n)) {
-            if (n->workspace_bytes > 0)
-                cg_printf(o, "%sa + %lld", wide ? ",\n    " : ", ", (long long)n->workspace_offset);
-            else
-                cg_printf(o, "%sNULL", wide ? ",\n    " : ", ");
-        }
-        cg_printf(o, ")%s;\n", is_status ? ")" : "");
+        if (c->mpi && g == c->g)
+            emit_mpi_step(c, o, g, &ks[i]);
+        else
+            emit_call(c, o, g, &ks[i]);
     }
+}
+
+static void emit_call(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *k)
+{
+    const IrNode *n = k->node;
+    if (k->is_region) {
+        emit_region_op(c, o, g, n);
+        return;
+    }
+    bool is_status = !k->is_elem && cgc_kernel_returns_status(n);
+    int n_in = k->is_elem ? k->grp.n_ext : n->n_inputs;
+    int n_args_k = n_in + n->n_outputs;
+    /* One line when it fits in 100 columns, else one argument per line. */
+    size_t width = strlen(k->name) + 16;
+    for (int j = 0; j < n_args_k; j++) {
+        char ptr[128];
+        kernel_arg(g, k, j, ptr, sizeof ptr);
+        width += strlen(ptr) + 2;
+    }
+    bool wide = width > 100 && n_args_k > 1;
+    cg_printf(o, "%s%s(", is_status ? "TFCC_TRY(" : "", k->name);
+    for (int j = 0; j < n_args_k; j++) {
+        char ptr[128];
+        kernel_arg(g, k, j, ptr, sizeof ptr);
+        cg_printf(o, "%s%s", j == 0 ? (wide ? "\n    " : "") : (wide ? ",\n    " : ", "), ptr);
+    }
+    if (cgc_has_workspace(n)) {
+        if (n->workspace_bytes > 0)
+            cg_printf(o, "%sa + %lld", wide ? ",\n    " : ", ", (long long)n->workspace_offset);
+        else
+            cg_printf(o, "%sNULL", wide ? ",\n    " : ", ");
+    }
+    cg_printf(o, ")%s;\n", is_status ? ")" : "");
 }
 
 /* Writes region ri (index into c->rgs) after the regions nested in it: its
@@ -1003,6 +1077,12 @@ static bool write_source(Ctx *c)
     }
 
     /* The entry point. */
+    if (c->mpi)
+        cg_printf(&o, "/* runtime/mpi.c (--cluster, docs/distributed.md) */\n"
+                      "int tcrt_mpi_rank(void);\n"
+                      "tcrt_status tcrt_mpi_isend(const void *buf, size_t bytes, int dst, int tag);\n"
+                      "tcrt_status tcrt_mpi_recv(void *buf, size_t bytes, int src, int tag);\n"
+                      "tcrt_status tcrt_mpi_wait(int tag);\n\n");
     cg_template(&o,
                 "/* Runs every kernel in order on arena a ({{UNAME}}_ARENA_BYTES bytes). */\n"
                 "static tcrt_status {{NAME}}_run_arena(uint8_t *a)\n"
@@ -1165,12 +1245,34 @@ static bool write_main(Ctx *c)
                 "#include \"tcrt.h\"\n"
                 "\n"
                 "extern const tcrt_model {{NAME}}_model;\n"
-                "\n"
-                "int main(int argc, char **argv)\n"
-                "{\n"
-                "    return tcrt_main(&{{NAME}}_model, argc, argv);\n"
-                "}\n",
+                "\n",
                 holes);
+    if (!c->mpi) {
+        cg_template(&o,
+                    "int main(int argc, char **argv)\n"
+                    "{\n"
+                    "    return tcrt_main(&{{NAME}}_model, argc, argv);\n"
+                    "}\n",
+                    holes);
+        return close_out(c, f, path);
+    }
+    /* --cluster with edges between tasks: one executable for every rank
+     * (runtime/mpi.c starts MPI and checks the rank count) */
+    char spec[PASS_MAX_JOBS * (IR_DEV_MAX_NAME + 8)] = "";
+    for (int k = 0; k < c->cluster->n_jobs; k++) {
+        size_t len = strlen(spec);
+        snprintf(spec + len, sizeof spec - len, "%s%s=%d", k ? "," : "", c->cluster->job[k],
+                 c->cluster->count[k]);
+    }
+    cg_template(
+        &o,
+        "int tcrt_mpi_main(const tcrt_model *m, int n_ranks, const char *cluster, int argc, char **argv);\n"
+        "\n"
+        "int main(int argc, char **argv)\n"
+        "{\n",
+        holes);
+    cg_printf(&o, "    return tcrt_mpi_main(&%s_model, %d, \"%s\", argc, argv);\n}\n", c->name,
+              c->cluster->n_ranks, spec);
     return close_out(c, f, path);
 }
 
@@ -1189,6 +1291,16 @@ bool cgc_emit(const IrGraph *g, const CgOptions *o, const char *dir, Status *st)
     c.name = o->name;
     c.dir = dir;
     c.st = st;
+    c.cluster = o->cluster;
+    c.mpi = cgc_needs_mpi(g, o->cluster);
+    IR_FOR_EACH(g, n)
+    { /* MPI tags are send node ids: runtime/mpi.c keeps 4096 pending sends */
+        if (c.mpi && n->op == OP_SEND && n->id >= 4096)
+            return st_errorf(st, ST_ERROR,
+                             "--cluster: send node %d (of '%s') is past the 4096 transfers "
+                             "runtime/mpi.c tracks",
+                             n->id, n->origin ? n->origin : "?");
+    }
     size_t i = 0;
     for (; o->name[i] && i + 1 < sizeof c.uname; i++)
         c.uname[i] = (char)toupper((unsigned char)o->name[i]);

@@ -11,8 +11,11 @@
  *              also with --backend llvm when tfcc has LLVM
  *   app        app.c (a phone-app-style program using kws.h) linked with the
  *              --emit lib archive, host and aarch64 (qemu), compared likewise
- *   emitc-gcc, emitc-clang   the --emit c folder built with `make CC=...
- *              CFLAGS='-O2 -Wall -Werror'`, run, compared likewise
+ *   emitc-gcc, emitc-clang   the --emit c folder is pure C (no C++ file,
+ *              no Eigen, no CXX / -lstdc++ in its Makefile), builds with
+ *              `make CC=... CXX=false CFLAGS='-O2 -Wall -Werror'`, runs and
+ *              matches likewise; once as compiled, once with the pack pass
+ *              disabled (convolutions on runtime/kernels/fast_gemm.c)
  *   repro      exe, lib, obj and c for two targets, compiled twice into two
  *              different folders: the trees must be byte-identical (diff -r)
  * usage: test_targets MODE MODELS_DIR TESTS_SRC_DIR
@@ -20,6 +23,7 @@
  * the mode needs is missing.
  */
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,20 +319,108 @@ END_TEST
 
 static const char *emitc_cc;
 
-START_TEST(test_emit_c)
+/* Whether the file at path contains needle (case-insensitive when nocase). */
+static bool file_has(const char *path, const char *needle, bool nocase)
 {
-    char out[600], exe[700], cc[64], cxx[64];
-    snprintf(out, sizeof out, "%s/c-%s", work, emitc_cc);
-    const char *extra[] = {"--emit", "c", "--name", "kws", NULL};
-    ck_assert_int_eq(tfcc("DS_CNN_S", out, extra, NULL), 0);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot read %s", path);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    ck_assert_msg(feof(f), "%s: larger than the scan buffer", path);
+    fclose(f);
+    buf[n] = 0;
+    for (size_t i = 0; i < n; i++) { /* NULs would end the search early; needle is lower case with nocase */
+        if (!buf[i])
+            buf[i] = ' ';
+        else if (nocase && buf[i] >= 'A' && buf[i] <= 'Z')
+            buf[i] = (char)(buf[i] - 'A' + 'a');
+    }
+    return strstr(buf, needle) != NULL;
+}
+
+/* Every file under dir: no C++ source and no Eigen include; returns how many
+ * .c files it holds. */
+static int check_pure_c(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot list %s", dir);
+    int n_c = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        ck_assert_int_eq(stat(path, &sb), 0);
+        if (S_ISDIR(sb.st_mode)) {
+            n_c += check_pure_c(path);
+            continue;
+        }
+        size_t len = strlen(e->d_name);
+        const char *ext = strrchr(e->d_name, '.');
+        ck_assert_msg(!ext || (strcmp(ext, ".cc") && strcmp(ext, ".cpp") && strcmp(ext, ".cxx") &&
+                               strcmp(ext, ".hpp")),
+                      "--emit c folder holds a C++ file: %s", path);
+        if (len > 2 && (!strcmp(e->d_name + len - 2, ".c") || !strcmp(e->d_name + len - 2, ".h"))) {
+            ck_assert_msg(!file_has(path, "include <Eigen", false) && !file_has(path, "include <eigen", false),
+                          "%s includes Eigen", path);
+            n_c += !strcmp(e->d_name + len - 2, ".c");
+        }
+    }
+    closedir(d);
+    return n_c;
+}
+
+/* --emit c of DS_CNN_S (extra: more tfcc flags, NULL-terminated) into
+ * c-CC-tag: the folder is pure C (no C++ file, no Eigen, a Makefile without
+ * CXX / -lstdc++ that builds the generated files as -std=c11 and the runtime
+ * as -std=gnu11), it builds with make CC=CC CXX=false (no C++ compiler is
+ * ever run) CFLAGS='-O2 -Wall -Werror', and the executable's output matches
+ * the TF.js reference. */
+static void emit_c_with(const char *tag, const char *const *extra)
+{
+    char out[600], exe[700], cc[64], mk[700], gemm[700], eigen[700];
+    snprintf(out, sizeof out, "%s/c-%s-%s", work, emitc_cc, tag);
+    const char *args[12] = {"--emit", "c", "--name", "kws"};
+    int k = 4;
+    for (int i = 0; extra && extra[i] && k < 11; i++)
+        args[k++] = extra[i];
+    args[k] = NULL;
+    ck_assert_int_eq(tfcc("DS_CNN_S", out, args, NULL), 0);
+    snprintf(gemm, sizeof gemm, "%s/runtime/kernels/fast_gemm.c", out);
+    snprintf(eigen, sizeof eigen, "%s/runtime/kernels/fast_eigen.cc", out);
+    ck_assert_msg(access(gemm, R_OK) == 0, "%s missing", gemm);
+    ck_assert_msg(access(eigen, F_OK) != 0, "%s present", eigen);
+    int n_c = check_pure_c(out);
+    ck_assert_int_ge(n_c, 10);
+    snprintf(mk, sizeof mk, "%s/Makefile", out);
+    ck_assert_msg(!file_has(mk, "eigen", true), "Makefile names Eigen");
+    ck_assert_msg(!file_has(mk, "stdc++", false), "Makefile links -lstdc++");
+    ck_assert_msg(!file_has(mk, "CXX", false), "Makefile uses a C++ compiler");
+    ck_assert_msg(!file_has(mk, ".cc", false), "Makefile names a .cc source");
+    ck_assert_msg(file_has(mk, "kernels/fast_gemm.c", false), "Makefile misses fast_gemm.c");
+    ck_assert_msg(file_has(mk, "$(CC) -std=c11 $(CPPFLAGS)", false), "generated files not built as C11");
+    ck_assert_msg(file_has(mk, "$(CC) -std=gnu11 $(CPPFLAGS)", false), "runtime not built as GNU C11");
     snprintf(cc, sizeof cc, "CC=%s", emitc_cc);
-    snprintf(cxx, sizeof cxx, "CXX=%s", !strcmp(emitc_cc, "clang") ? "clang++" : "g++");
-    char *make[] = {"make", "-s", "-C", out, cc, cxx, "CFLAGS=-O2 -Wall -Werror", NULL};
+    char *make[] = {"make", "-s", "-C", out, cc, "CXX=false", "CFLAGS=-O2 -Wall -Werror", NULL};
     ck_assert_msg(run(make) == 0, "make in %s failed", out);
     snprintf(exe, sizeof exe, "%s/kws", out);
-    char what[128];
-    snprintf(what, sizeof what, "--emit c built with %s", emitc_cc);
+    char what[160];
+    snprintf(what, sizeof what, "--emit c (%s, %d C files) built with %s", tag, n_c, emitc_cc);
     run_exe(what, "DS_CNN_S", exe, false);
+}
+
+START_TEST(test_emit_c) { emit_c_with("default", NULL); }
+END_TEST
+
+/* Without the pack pass the convolutions keep HWIO weights and run on
+ * fast_gemm.c: the 10x4 stride-2 first conv by im2col, the 1x1 convs as
+ * matmuls (the workspace sized by the compiler's Eigen twin). */
+START_TEST(test_emit_c_unpacked)
+{
+    const char *extra[] = {"--disable-pass", "pack", NULL};
+    emit_c_with("unpacked", extra);
 }
 END_TEST
 
@@ -394,8 +486,10 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "app")) {
         tcase_add_test(tc, test_app_host);
         tcase_add_test(tc, test_app_aarch64);
-    } else if (emitc_cc)
+    } else if (emitc_cc) {
         tcase_add_test(tc, test_emit_c);
+        tcase_add_test(tc, test_emit_c_unpacked);
+    }
     else if (!strcmp(mode, "repro"))
         tcase_add_test(tc, test_repro);
     else {
