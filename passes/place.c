@@ -60,18 +60,17 @@ bool pass_place_supports(Op op, const char *type)
     const OpInfo *oi = ir_op_info(op);
     if (!oi)
         return false;
+    /* What the CUDA backend (codegen/cuda) generates or plans a library
+     * call for; the rest is soft-placed on the CPU. */
     switch (oi->kind) {
     case K_LEAF:
         return true; /* const, arg, variable: buffers in device memory */
     case K_ELEM:
     case K_REDUCE:
-    case K_CONTRACT:
-    case K_WINDOW:
-    case K_MOVE:
-        return true; /* elementwise, reductions, matmul, conv, pools, movement, assign, send/recv */
-    case K_MISC:
+        return true; /* fused elementwise kernels, block-per-output reductions and argmax/argmin */
     default:
-        return false; /* topk, range, random_uniform, nms and region ops run on the CPU */
+        return op == OP_MATMUL || op == OP_CONV2D || /* cuBLAS, cuDNN */
+               op == OP_COPY || op == OP_ASSIGN || op == OP_SEND || op == OP_RECV;
     }
 }
 

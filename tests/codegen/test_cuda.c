@@ -24,6 +24,7 @@
 #include "tfcc_config.h"
 
 #define GPU0 "/job:localhost/replica:0/task:0/device:GPU:0"
+#define CPU0 "/job:localhost/replica:0/task:0/device:CPU:0"
 
 static const char *models_dir;
 
@@ -258,6 +259,10 @@ START_TEST(test_errors)
     ck_assert_msg(st_ok(&st), "%s", st.msg);
     ck_assert(ir_add_fetch(g, "tr:0", t, &st));
     place_and_run(g, NULL);
+    /* placement soft-places a transpose on the CPU (no GPU kernel); put it
+     * on the GPU by hand to check codegen's own guard */
+    ck_assert_str_eq(t.node->device, CPU0);
+    t.node->device = GPU0;
     char *cu, *plan;
     ck_assert(!emit(g, "e", &cu, &plan, NULL, &st));
     ck_assert_str_eq(st.msg, "no CUDA kernel for 'transpose' (node 'tr' (Transpose) on " GPU0
