@@ -7,6 +7,7 @@
 #                   memcheck, from build-valgrind/ (portable x86-64-v3 runtime: no AVX-512)
 #   make demo       compile a real face model with tfcc and run it on a photo (scripts/demo.sh)
 #   make bench      compile-time, run-time and memory benchmarks -> benchmarks/RESULTS.md
+#   make bench-dist only the distributed-training numbers (1-3 MPI ranks) -> benchmarks/RESULTS.md
 #   make docs       regenerate docs/ops.md from the op tables
 #   make clean      remove build directories and demo output
 #
@@ -25,7 +26,7 @@ REAL_CC    := $(shell command -v cc || echo /usr/bin/cc)
 # (known exceptions, each explained, in scripts/lsan.supp).
 ASAN_OPTS  ?= abort_on_error=0:detect_leaks=1
 
-.PHONY: all setup test test-asan test-valgrind demo bench docs cf-coverage onnx-conformance clean
+.PHONY: all setup test test-asan test-valgrind demo bench bench-dist docs cf-coverage onnx-conformance clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -80,6 +81,10 @@ demo:
 BENCH_ARGS ?=
 bench: all
 	BUILD=$(BUILD) benchmarks/run.sh $(BENCH_ARGS)
+
+# STEPS / ROUNDS: steps per run and interleaved rounds of benchmarks/distributed.sh
+bench-dist: all
+	BUILD=$(BUILD) benchmarks/distributed.sh
 
 docs: all
 	mkdir -p docs

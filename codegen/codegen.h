@@ -38,6 +38,8 @@ typedef struct CgOptions {
     const char *name;             /* model prefix, a C identifier */
     const char *source_file;      /* for the header comment */
     const PassCluster *cluster;   /* --cluster (docs/distributed.md), or NULL */
+    bool trunc16;                 /* --transfer-compress trunc16: float32 tensors cross
+                                   * tasks as their upper 16 bits (runtime/mpi.c) */
 } CgOptions;
 
 bool cgc_emit(const IrGraph *g, const CgOptions *o, const char *dir, Status *st);

@@ -89,6 +89,9 @@ typedef struct Options {
     PassDeviceMap device_map[MAX_ITEMS]; /* --device-map PATTERN=DEVICE, in order */
     int n_device_map;
     const char *cluster_spec;       /* --cluster JOB=N,... (docs/distributed.md) */
+    const char *replicas;           /* --replicas JOB: one training replica per task of JOB */
+    const char *transfer_compress;  /* --transfer-compress none|trunc16 */
+    bool data_parallel;             /* --data-parallel: SPMD replicas, gradients averaged (MPI) */
     PassCluster cluster;            /* parsed cluster_spec */
     char cluster_default[128];      /* the default device with --cluster: first job's task 0 */
     FILE *info_out;                 /* info --placement: where the report goes */
@@ -180,7 +183,16 @@ static void usage(FILE *f)
             "  --devices D,...     devices of the cluster besides the local CPUs (e.g. gpu:0)\n"
             "                      (any of these four turns placement on)\n"
             "  --cluster J=N,...   tasks of a multi-process MPI run (docs/distributed.md), e.g.\n"
-            "                      ps=1,worker=2 (ranks in that order); turns placement on\n");
+            "                      ps=1,worker=2 (ranks in that order); turns placement on\n"
+            "  --replicas JOB      with --cluster and --loss: parameter-server training, one replica\n"
+            "                      of the step per task of JOB on its share of the batch, variables\n"
+            "                      and updates on the first other job's tasks (docs/distributed.md)\n"
+            "  --transfer-compress none|trunc16\n"
+            "                      with --cluster: float32 tensors cross tasks as their upper 16\n"
+            "                      bits (truncated mantissa; the run reports the largest error)\n"
+            "  --data-parallel     with --loss: an SPMD executable for mpirun -np N (any N): every\n"
+            "                      rank runs the whole step on its own batch, gradients and the\n"
+            "                      loss are averaged with MPI_Allreduce (docs/distributed.md)\n");
 }
 
 /* ---- argument parsing ---------------------------------------------------- */
@@ -365,6 +377,12 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
             TAKE(default_device);
         else if (!strcmp(a, "--cluster"))
             TAKE(cluster_spec);
+        else if (!strcmp(a, "--replicas"))
+            TAKE(replicas);
+        else if (!strcmp(a, "--transfer-compress"))
+            TAKE(transfer_compress);
+        else if (!strcmp(a, "--data-parallel"))
+            o->data_parallel = true;
         else if (!strcmp(a, "--cuda-arch")) {
             if (!v) {
                 fprintf(err, "error: %s needs a value\n", a);
@@ -429,9 +447,34 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
         fprintf(err, "error: %s needs --loss TENSOR\n", o->optimizer ? "--optimizer" : "--trainable");
         return 2;
     }
+    if (o->transfer_compress && strcmp(o->transfer_compress, "none") && strcmp(o->transfer_compress, "trunc16")) {
+        fprintf(err, "error: --transfer-compress '%s': expected none or trunc16\n", o->transfer_compress);
+        return 2;
+    }
+    if (o->transfer_compress && !o->cluster_spec) {
+        fprintf(err, "error: --transfer-compress needs --cluster (it compresses transfers between tasks)\n");
+        return 2;
+    }
+    if (o->replicas && (!o->cluster_spec || !o->loss)) {
+        fprintf(err, "error: --replicas needs --cluster and --loss (tfcc builds the replicated step)\n");
+        return 2;
+    }
     if (o->loss && !o->optimizer) {
         fprintf(err, "error: --loss needs --optimizer (sgd:lr=X, momentum:lr=X or adam)\n");
         return 2;
+    }
+    if (o->data_parallel) { /* docs/distributed.md "Data-parallel training" */
+        const char *bad =
+            !o->loss          ? "--data-parallel needs --loss/--optimizer (tfcc builds the gradients it averages)"
+            : o->cluster_spec ? "--data-parallel cannot be combined with --cluster (every rank runs the whole graph)"
+            : o->n_train_ops  ? "--data-parallel: --train-op runs the graph's own optimizer ops, whose gradients "
+                                "tfcc does not average; use --loss/--optimizer"
+            : o->emit && !strcmp(o->emit, "cuda") ? "--data-parallel: --emit cuda is not supported"
+                                                  : NULL;
+        if (bad) {
+            fprintf(err, "error: %s\n", bad);
+            return 2;
+        }
     }
     if (!strcmp(o->cmd, "compile") && !o->output) {
         fprintf(err, "error: compile needs -o OUTPUT\n");
@@ -607,11 +650,12 @@ static bool build_artifacts(const Options *o, const IrGraph *g, const char *gen_
         if ((!is_exe || n_targets > 1) && !mkdir_p(dir, st))
             return false;
         TgtJob j = {.t = t, .cpu = o->cpu, .dir = gen_dir, .name = name};
-        j.mpi = o->cluster_spec && cgc_needs_mpi(g, &o->cluster);
+        j.mpi = (o->cluster_spec && cgc_needs_mpi(g, &o->cluster)) || o->data_parallel;
         if (j.mpi && (!is_exe || is_llvm || t != tgt_host()))
             return st_errorf(st, ST_ERROR,
-                             "--cluster with edges between tasks: only the host executable "
-                             "(--emit exe, --backend c, no --target) links MPI so far");
+                             "%s: only the host executable "
+                             "(--emit exe, --backend c, no --target) links MPI so far",
+                             o->data_parallel ? "--data-parallel" : "--cluster with edges between tasks");
         char obj[PATH_MAX], obj_name[160];
         if (is_llvm) {
             CgLlvmTarget lt = {.triple = t->llvm_triple, .cpu = tgt_cpu(t, o->cpu), .features = NULL};
@@ -671,16 +715,20 @@ static bool build_training(const Options *o, IrGraph *g, Status *st)
 {
     if (o->trainable && !pass_grad_trainable(g, o->trainable, st))
         return false;
-    IrValue loss = {NULL, 0};
-    for (int i = 0; i < g->n_fetches && !loss.node; i++)
+    int li = -1;
+    for (int i = 0; i < g->n_fetches && li < 0; i++)
         if (same_tensor(g->fetches[i].name, o->loss))
-            loss = g->fetches[i].value;
+            li = i;
+    if (li >= 0 && o->replicas && !pass_replicate(g, &o->cluster, o->replicas, li, st))
+        return false;
+    IrValue loss = li >= 0 ? g->fetches[li].value : (IrValue){NULL, 0};
     if (!loss.node)
         return st_errorf(st, ST_ERROR, "--loss %s: not a fetched tensor of the model", o->loss);
     GradOptions go;
     if (!pass_grad_parse_optimizer(o->optimizer, &go, st))
         return false;
     go.loss_name = o->loss;
+    go.data_parallel = o->data_parallel;
     return pass_grad_build(g, loss, &go, st);
 }
 
@@ -731,6 +779,51 @@ static const char *why_text(PassPlaceWhy w)
     return "?";
 }
 
+/* --replicas JOB: the model imported again with every fed tensor of rank
+ * >= 1 given 1/N of the rows it has in g (N = tasks of JOB), so the
+ * frontend's shape-derived constants are one replica's; pass_replicate
+ * then copies that step per replica (passes/replicate.c). */
+static IrGraph *replica_import(const Options *o, const FeModel *m, const TfImportOptions *io, const IrGraph *g,
+                               const TfFeedSpec *feeds, int n_feeds, TfFeedSpec *rf, Status *st)
+{
+    int n = 0;
+    for (int j = 0; j < o->cluster.n_jobs; j++)
+        if (!strcmp(o->cluster.job[j], o->replicas))
+            n = o->cluster.count[j];
+    if (n < 1) {
+        st_errorf(st, ST_ERROR, "--replicas %s: the --cluster has no job '%s'", o->replicas, o->replicas);
+        return NULL;
+    }
+    if (m->onnx || n_feeds > MAX_ITEMS) {
+        st_errorf(st, ST_UNSUPPORTED, "--replicas: only TensorFlow graphs (with at most %d feeds)", MAX_ITEMS);
+        return NULL;
+    }
+    for (int i = 0; i < n_feeds; i++) {
+        rf[i] = feeds[i];
+        const IrNode *a = NULL;
+        for (int k = 0; k < g->n_feeds && !a; k++)
+            if (same_tensor(g->feeds[k].name, feeds[i].name))
+                a = g->feeds[k].arg;
+        if (!a || feeds[i].value || a->out[0].type.shape.rank < 1)
+            continue;
+        const IrShape *sh = &a->out[0].type.shape;
+        if (sh->dims[0] % n != 0) {
+            st_errorf(st, ST_ERROR,
+                      "--replicas %s: feed '%s' has %lld rows (dimension 0), which does not split into %d equal "
+                      "replica batches",
+                      o->replicas, feeds[i].name, (long long)sh->dims[0], n);
+            return NULL;
+        }
+        rf[i].has_shape = true;
+        rf[i].shape = *sh;
+        rf[i].shape.dims[0] = sh->dims[0] / n;
+    }
+    TfImportOptions ro = *io;
+    ro.feeds = rf;
+    ro.batch_free = true;
+    return tf_import(m->graph, &ro, st);
+}
+
 /* info --placement: the cluster, each node's device and why, the cut edges. */
 static void print_placement(FILE *out, const PassPlaceReport *r)
 {
@@ -779,6 +872,12 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
                             .n_fetches = n_fetches};
     t0 = now_ms();
     IrGraph *g = m.onnx ? onnx_import(m.onnx, &oo, st) : tf_import(m.graph, &io, st);
+    if (g && o->replicas) { /* one replica's step: imported again with 1/N of each batch */
+        TfFeedSpec rf[MAX_ITEMS];
+        IrGraph *one = replica_import(o, &m, &io, g, feeds, n_feeds, rf, st);
+        ir_graph_free(g);
+        g = one;
+    }
     stats->import_ms = now_ms() - t0;
     fe_model_free(&m);
     if (!g)
@@ -837,7 +936,10 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
     }
     if (ok) {
         CgOptions co = {
-            .name = name, .source_file = o->model, .cluster = o->cluster_spec ? &o->cluster : NULL};
+            .name = name,
+            .source_file = o->model,
+            .cluster = o->cluster_spec ? &o->cluster : NULL,
+            .trunc16 = o->transfer_compress && !strcmp(o->transfer_compress, "trunc16")};
         t0 = now_ms();
         ok = cgc_emit(g, &co, gen_dir, st);
         stats->codegen_ms = now_ms() - t0;

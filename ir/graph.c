@@ -336,6 +336,7 @@ static IrNode *new_node(IrGraph *g, Op op, int n_inputs, int n_outputs, Status *
     n->id = -1;
     n->origin = g->cur_origin;
     n->origin_op = g->cur_origin_op;
+    n->device = g->cur_device;
     n->n_inputs = n_inputs;
     if (n_inputs > 0 && !(n->inputs = arena_alloc(&g->arena, sizeof(IrValue) * (size_t)n_inputs)))
         goto oom;

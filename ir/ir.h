@@ -215,6 +215,9 @@ struct IrGraph {
     const char *name;             /* model name (C identifier) */
     const char *cur_origin;       /* origin stamped on new nodes */
     const char *cur_origin_op;
+    const char *cur_device;       /* device request stamped on new nodes (NULL: none);
+                                   * the gradient pass colocates adjoints with their
+                                   * forward nodes through it */
     bool fold_on_build;           /* ir_emit folds nodes whose inputs are all constant */
     int64_t arena_bytes;          /* set by memory planning */
     int64_t weights_bytes;

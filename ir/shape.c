@@ -966,7 +966,8 @@ bool ir_shape_scatter_add(IrGraph *g, IrNode *n, Status *st)
 /* ---- communication (ops.def "communication between devices") ---- */
 
 /* send: any value, same type out.  recv: its input must be a SEND's output
- * (the other half of the pair, same key); same type out. */
+ * (the other half of the pair, same key); same type out.  allreduce: a
+ * float32/float64 value, p.i[0] = 0 (mean); same type out. */
 bool ir_shape_comm(IrGraph *g, IrNode *n, Status *st)
 {
     (void)g;
@@ -975,6 +976,11 @@ bool ir_shape_comm(IrGraph *g, IrNode *n, Status *st)
         return ir_node_errorf(st, n, "recv must read a send, got %s", ir_op_name(src->op));
     if (n->op == OP_RECV && n->key && src->key && strcmp(n->key, src->key) != 0)
         return ir_node_errorf(st, n, "recv key '%s' differs from its send's '%s'", n->key, src->key);
+    if (n->op == OP_ALLREDUCE && in_t(n, 0)->dtype != TCRT_F32 && in_t(n, 0)->dtype != TCRT_F64)
+        return ir_node_errorf(st, n, "allreduce needs a float32 or float64 input, got %s",
+                              tcrt_dtype_name(in_t(n, 0)->dtype));
+    if (n->op == OP_ALLREDUCE && n->p.i[0] != 0)
+        return ir_node_errorf(st, n, "allreduce: unknown reduction %lld (0: mean)", (long long)n->p.i[0]);
     n->out[0].type = *in_t(n, 0);
     return true;
 }

@@ -220,7 +220,14 @@ static bool accumulate(GradCtx *c, Sweep *s, IrValue at, IrValue d)
             return st_errorf(c->st, ST_NOMEM, "gradient: out of memory");
     }
     IrValue *slot = &s->adj[n->id][at.index];
-    *slot = slot->node ? grad_bin(c, OP_ADD, *slot, d) : d;
+    if (slot->node) { /* the sum of the consumers' adjoints runs where the value is made */
+        const char *sd = c->g->cur_device;
+        c->g->cur_device = n->device;
+        *slot = grad_bin(c, OP_ADD, *slot, d);
+        c->g->cur_device = sd;
+    } else {
+        *slot = d;
+    }
     return slot->node != NULL;
 }
 
@@ -695,6 +702,7 @@ static bool differentiate(GradCtx *c, Sweep *s, IrNode *n)
     snprintf(go, len, "gradients/%s", o);
     c->g->cur_origin = go;
     c->g->cur_origin_op = n->origin_op ? n->origin_op : ir_op_name(n->op);
+    c->g->cur_device = n->device; /* adjoints run on their forward node's device */
     if (!rule(c, n, dy, need, dx))
         return false;
     for (int i = 0; i < n->n_inputs && st_ok(c->st); i++) {
@@ -748,7 +756,7 @@ bool grad_vjp(IrGraph *g, const IrValue *ys_in, const IrValue *dys, int n_y, con
     bool ok = s.to_loss && s.from_wrt && s.adj;
     if (!ok)
         st_errorf(st, ST_NOMEM, "gradient: out of memory");
-    const char *saved_origin = g->cur_origin, *saved_op = g->cur_origin_op;
+    const char *saved_origin = g->cur_origin, *saved_op = g->cur_origin_op, *saved_dev = g->cur_device;
     int n0 = g->n_nodes;
     if (ok) {
         /* 1. ancestors of the outputs, then the nodes reached from wrt */
@@ -766,6 +774,7 @@ bool grad_vjp(IrGraph *g, const IrValue *ys_in, const IrValue *dys, int n_y, con
         }
     }
     /* 4. results */
+    g->cur_device = saved_dev;
     g->cur_origin = "gradients";
     g->cur_origin_op = "ZerosLike";
     for (int i = 0; i < n_wrt && ok; i++) {
@@ -779,6 +788,7 @@ bool grad_vjp(IrGraph *g, const IrValue *ys_in, const IrValue *dys, int n_y, con
     }
     g->cur_origin = saved_origin;
     g->cur_origin_op = saved_op;
+    g->cur_device = saved_dev;
     arena_reset(&s.ar);
     return ok && st_ok(st);
 }

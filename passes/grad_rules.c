@@ -818,6 +818,9 @@ static const GradRule rules[OP_COUNT] = {
     [OP_ARG] = grad_nodiff,
     [OP_VARIABLE] = grad_nodiff,
     [OP_ASSIGN] = g_assign,
+    /* the mean over --data-parallel replicas: identity, the one replica's
+     * view (optim.c applies it after differentiation, never before) */
+    [OP_ALLREDUCE] = g_identity,
 };
 
 GradRule grad_rule(Op op)

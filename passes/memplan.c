@@ -8,6 +8,8 @@
  * outputs (committed after the run) are pinned: live for the whole run.  Other
  * buffers live from their producer's position to their last consumer's
  * (inclusive, so a node's inputs and outputs never share memory).
+ * A RECV between tasks (p.i[2], passes/partition.c) lives from its SEND's
+ * position: the receiving process posts the receive there.
  * Placement (greedy by size, TFLite-style): buffers sorted by size
  * (largest first; ties by start, then node order), each placed at the
  * 64-byte aligned offset of the smallest gap between already-placed buffers
@@ -367,6 +369,10 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
                 x->end = n_sched;
                 x->is_pinned = true;
             }
+            if (n->op == OP_RECV && n->p.i[2] && n->inputs[0].node->op == OP_SEND &&
+                n->inputs[0].node->id >= 0 && n->inputs[0].node->id < n_ids &&
+                pos[n->inputs[0].node->id] < x->start) /* received between tasks: posted at the SEND */
+                x->start = pos[n->inputs[0].node->id];
         }
         if (has_workspace(n)) {
             Buf *x = &bufs[b + n->n_outputs];

@@ -21,8 +21,14 @@
  * initialized to beta1/beta2, so step t uses beta^t).
  * pass_grad_trainable turns float constants of a frozen graph into
  * trainable variables (--trainable).
- * Invariants: the loss stays a fetch; forward nodes are not modified except
- * that --trainable redirects a constant's uses to its new variable.
+ * --data-parallel (o->data_parallel, docs/distributed.md): every replica
+ * runs this whole step on its own batch; each gradient g becomes
+ * ALLREDUCE(g), the mean over the replicas, before the update reads it (so
+ * every replica applies the same update and the variables stay equal), and
+ * the fetches of the loss read ALLREDUCE(loss): the global mean loss.
+ * Invariants: the loss stays a fetch (with --data-parallel its averaged
+ * value); forward nodes are not modified except that --trainable redirects
+ * a constant's uses to its new variable.
  */
 #include "passes/grad_int.h"
 
@@ -306,7 +312,23 @@ bool pass_grad_build(IrGraph *g, IrValue loss, const GradOptions *o, Status *st)
     for (int k = 0; k < n_vars && ok; k++) {
         g->cur_origin = fmt_name(g, opt_name[o->kind], fmt_name(g, "/update_", name_of(wrt[k].node)));
         g->cur_origin_op = apply_op[o->kind];
-        ok = update(&c, o, wrt[k].node, grads[k], lr_t);
+        g->cur_device = wrt[k].node->device; /* the update runs where its variable lives */
+        IrValue gr = grads[k];
+        if (o->data_parallel) { /* the mean gradient over the replicas */
+            gr = grad_emit(&c, OP_ALLREDUCE, &gr, 1, NULL, NULL);
+            ok = gr.node != NULL;
+        }
+        ok = ok && update(&c, o, wrt[k].node, gr, lr_t);
+        g->cur_device = NULL;
+    }
+    if (ok && o->data_parallel) { /* rank 0 reports the global mean loss */
+        g->cur_origin = fmt_name(g, "allreduce/", lname);
+        g->cur_origin_op = "AllReduce";
+        IrValue mean = grad_emit(&c, OP_ALLREDUCE, &loss, 1, NULL, NULL);
+        ok = mean.node != NULL;
+        for (int i = 0; i < g->n_fetches && ok; i++)
+            if (g->fetches[i].value.node == loss.node && g->fetches[i].value.index == loss.index)
+                g->fetches[i].value = mean;
     }
     if (ok && o->kind == GRAD_ADAM) {
         g->cur_origin = "Adam";

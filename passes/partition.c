@@ -11,7 +11,9 @@
  *      compiles GPU nodes without for_codegen) or
  *      another task is an error naming the first such node.
  *   2. Every data edge producer -> consumer whose devices differ (CONST
- *      producers excepted: weights are on every device) is rerouted
+ *      producers excepted: weights are on every device; so are ARGs for a
+ *      CPU consumer: every process of a --cluster run loads the feeds into
+ *      its own host memory, docs/distributed.md) is rerouted
  *      producer -> SEND (producer's device) -> RECV (consumer's device) ->
  *      consumer.  Pairs are shared per (producer, output, destination
  *      device): a device receives a tensor once however many of its nodes
@@ -20,7 +22,10 @@
  *      "src;dst;edge_<producer id>_<tf name>:<output>", unique in the graph
  *      (TensorFlow's rendezvous key, without incarnation and frame), and
  *      p.i[0]/p.i[1] = source/destination device numbered in order of first
- *      appearance in the node list.  Control edges are left as they are:
+ *      appearance in the node list; p.i[2] = 1 when the two devices are
+ *      on different tasks (the receiver posts the receive at the SEND's
+ *      position: memplan keeps the RECV's buffer from there, codegen calls
+ *      MPI_Irecv there and waits at the RECV).  Control edges are left as they are:
  *      one schedule orders them.
  *   3. Schedule: each SEND right after its producer (as soon as possible),
  *      each RECV right before its first consumer (as late as possible, so
@@ -129,6 +134,13 @@ static bool check_devices(Parter *pt)
     return true;
 }
 
+/* Whether dev names a CPU (feeds are in every process's host memory). */
+static bool is_cpu(const char *dev)
+{
+    IrDevName d;
+    return ir_dev_parse(dev, &d) && !strcmp(d.type, "CPU");
+}
+
 /* The RECV of (producer output, dst), made on first use. */
 static IrNode *get_recv(Parter *pt, IrValue v, const char *dst)
 {
@@ -162,6 +174,8 @@ static IrNode *get_recv(Parter *pt, IrValue v, const char *dst)
     memset(&prm, 0, sizeof prm);
     prm.i[0] = si;
     prm.i[1] = di;
+    IrDevName sd, dd; /* between tasks: the receive is posted at the SEND's position */
+    prm.i[2] = ir_dev_parse(p->device, &sd) && ir_dev_parse(dst, &dd) && !ir_dev_same_task(&sd, &dd);
     ir_graph_set_origin(g, p->origin, "_Send");
     IrNode *send = ir_emit(g, OP_SEND, &v, 1, &prm, NULL, st);
     if (!send || !k)
@@ -279,7 +293,7 @@ PassResult pass_partition(IrGraph *g, PassCtx *cx)
         for (int k = 0; k < n->n_inputs; k++) {
             IrValue v = n->inputs[k];
             if (!v.node || v.node->op == OP_CONST || !v.node->device || !n->device ||
-                !strcmp(v.node->device, n->device))
+                !strcmp(v.node->device, n->device) || (v.node->op == OP_ARG && is_cpu(n->device)))
                 continue;
             IrNode *r = get_recv(&pt, v, n->device);
             if (!r)

@@ -92,6 +92,8 @@ typedef struct GradOptions {
     bool nesterov;                /* momentum: Nesterov's variant */
     double beta1, beta2, epsilon; /* adam (defaults 0.9, 0.999, 1e-8 as TF1's AdamOptimizer) */
     const char *loss_name;        /* for messages ("loss:0"); NULL: the loss node's origin */
+    bool data_parallel;           /* --data-parallel: each gradient and the fetched loss go
+                                     through ALLREDUCE (the mean over the replicas) */
 } GradOptions;
 /* Parses "sgd:lr=X", "momentum:lr=X[,momentum=M][,nesterov=0|1]",
  * "adam:lr=X[,beta1=..][,beta2=..][,epsilon=..]" into o (defaults filled);
@@ -105,7 +107,9 @@ bool pass_grad_values(IrGraph *g, IrValue loss, const IrValue *wrt, int n_wrt, I
 /* Differentiates loss with respect to every trainable VARIABLE (p.i[0] = 1)
  * it depends on and adds the optimizer's update: one ASSIGN per updated
  * variable (slot variables "<var>/Momentum", "<var>/Adam", "<var>/Adam_1",
- * and "beta1_power"/"beta2_power" as TF1's optimizers).  Errors: a loss that
+ * and "beta1_power"/"beta2_power" as TF1's optimizers); with
+ * o->data_parallel every gradient is averaged over the replicas (ALLREDUCE)
+ * before its update and the loss's fetches read ALLREDUCE(loss).  Errors: a loss that
  * is not a float scalar, no trainable variable, a variable with no gradient
  * path, a variable the graph already assigns, a primitive without a rule. */
 bool pass_grad_build(IrGraph *g, IrValue loss, const GradOptions *o, Status *st);
@@ -118,6 +122,20 @@ bool pass_grad_trainable(IrGraph *g, const char *spec, Status *st);
 /* Whether op has a gradient rule (*nodiff: it passes no gradient); true
  * for WHILE, which is unrolled first when its trip count is constant. */
 bool pass_grad_has_rule(Op op, bool *nodiff);
+
+/* ---- replicate.c: --replicas JOB, in-graph replication for parameter-server
+ * training (docs/distributed.md).  Not a pipeline pass: the driver calls it
+ * after import and --trainable, before pass_grad_build.  Every fed tensor of
+ * rank >= 1 is split along dimension 0 over the N tasks of JOB; the nodes
+ * depending on it are copied per replica with the request
+ * /job:JOB/replica:0/task:r; fetch loss_i (the loss) becomes the replicas'
+ * mean, other fetched batch values their concatenation along dimension 0;
+ * variables without a request go to the tasks of the first other job, least
+ * loaded by bytes first.  Errors: JOB not in c, a batch not divisible by N,
+ * no split feed, a loss independent of the batch, an ASSIGN or control flow
+ * depending on the batch, a fetched batch value that is not batch-major. */
+struct PassCluster;
+bool pass_replicate(IrGraph *g, const struct PassCluster *c, const char *job, int loss_i, Status *st);
 
 /* ---- place.c, partition.c: devices (docs/devices.md) ----
  * Run only when placement is requested (REQ_PLACEMENT rows, after dce).

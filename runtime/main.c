@@ -16,15 +16,18 @@
  *      allocated or read; then the byte size (tcrt_check_feed).  With
  *      --steps a file of the arg's dtype whose first dimension is k times
  *      the arg's (k >= 1, the other dims equal) is read whole and holds k
- *      batches;
+ *      batches; with --data-parallel (runtime/mpi.c sets the replica
+ *      globals below) also without --steps, and k must be a multiple of
+ *      the replica count N for every feed of rank >= 1;
  *   4. allocate the 64-byte-aligned arena, load the variables' initial
  *      values (tcrt_vars_init), then with --restore the variables and the
  *      global step from the checkpoint;
  *   5. run: without --steps once (with --repeat: one warm-up run and N timed
  *      runs, median printed as median_ms=X); with --steps N the global steps
  *      S..N-1 after the restored step S, step i copying batch i mod k of each
- *      batched feed (every feed is copied again before each run, outside the
- *      timing).  After every successful run the assigned values are
+ *      batched feed (--data-parallel: replica r of R copies batch
+ *      (i*R + r) mod k) (every feed is copied again before each run,
+ *      outside the timing).  After every successful run the assigned values are
  *      committed (tcrt_vars_commit).  With --steps, every K steps (and after
  *      the last) a line "step=S NAME=VALUE ..." gives each float32/float64
  *      one-element result (%.9g / %.17g: the value the step computed, the
@@ -121,6 +124,31 @@ static void print_signature(const tcrt_model *m, FILE *o)
     }
 }
 
+/* ---- --data-parallel (runtime/mpi.c, docs/distributed.md) ---- */
+
+/* Set by runtime/mpi.c in a --data-parallel run (docs/distributed.md):
+ * this process is replica tcrt_main_replica of tcrt_main_n_replicas; with
+ * k batches in a feed, replica r at global step s uses batch (s * N + r)
+ * mod k (without --steps: batch r); k must be a multiple of N.  Ranks
+ * other than 0 skip --save (every replica holds the same variables). */
+int tcrt_main_data_parallel; /* --help explains the batches */
+int tcrt_main_replica;
+int tcrt_main_n_replicas = 1;
+int tcrt_main_skip_save;
+/* Set by runtime/mpi.c in a --cluster run: called on every rank before each
+ * --save (it gathers the variables to rank 0, which alone writes); nonzero
+ * fails the run.  tcrt_main_runs counts the runs done (traffic per run). */
+int (*tcrt_main_before_save)(const tcrt_model *m, uint8_t *arena);
+long tcrt_main_runs;
+
+static void dp_batch_error(const tcrt_io *io, const char *file, int64_t k)
+{
+    int n = tcrt_main_n_replicas;
+    errorf("feed '%s': %s holds %lld batch%s of %lld rows but --data-parallel with %d replicas needs a "
+           "multiple of %d batches (replica r uses batch r, r+%d, ...)",
+           io->name, file, (long long)k, k == 1 ? "" : "es", (long long)io->dims[0], n, n, n);
+}
+
 static void usage(const char *prog, const tcrt_model *m, FILE *o)
 {
     fprintf(
@@ -139,6 +167,13 @@ static void usage(const char *prog, const tcrt_model *m, FILE *o)
         "  --save-every K        ... and every K steps\n"
         "  --restore PREFIX      load the variables and the global step (PREFIX.latest's checkpoint, else PREFIX)\n",
         prog);
+    if (tcrt_main_data_parallel)
+        fprintf(o,
+                "--data-parallel (run under mpirun -np N; N = %d here): every replica runs the whole step on\n"
+                "  its own batch and the gradients are averaged; a feed holds k batches, k a multiple of N:\n"
+                "  replica r uses batch (s*N + r) mod k at step s (without --steps: batch r); only rank 0\n"
+                "  writes results and --save checkpoints\n",
+                tcrt_main_n_replicas);
     print_signature(m, o);
 }
 
@@ -371,7 +406,6 @@ static bool restore_ckpt(const tcrt_model *m, uint8_t *arena, const char *given,
 /* Set by runtime/mpi.c on ranks other than 0 of a --cluster run: the
  * results are rank 0's (docs/distributed.md). */
 int tcrt_main_skip_results;
-
 int tcrt_main(const tcrt_model *m, int argc, char **argv)
 {
     const char *prog = argc > 0 && argv[0] ? argv[0] : "model";
@@ -528,11 +562,20 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         const tcrt_io *io = &m->args[j];
         n_batches[j] = 1;
         tcrt_status s = tcrt_npy_read_feed(feed_file[j], io, &feeds[j], err, sizeof err);
-        if (s == TCRT_ERR_SHAPE && steps) {
+        if (s == TCRT_ERR_SHAPE && (steps || tcrt_main_n_replicas > 1)) {
             rc = read_batches(io, feed_file[j], &feeds[j], &n_batches[j]);
+            if (rc == EXIT_OK && tcrt_main_n_replicas > 1 && n_batches[j] % tcrt_main_n_replicas != 0) {
+                dp_batch_error(io, feed_file[j], n_batches[j]);
+                rc = EXIT_USAGE;
+            }
             if (rc != EXIT_OK)
                 goto done;
             continue;
+        }
+        if (s == TCRT_OK && tcrt_main_n_replicas > 1 && io->rank >= 1) { /* one batch for N replicas */
+            dp_batch_error(io, feed_file[j], 1);
+            rc = EXIT_USAGE;
+            goto done;
         }
         if (s != TCRT_OK)
             errorf("feed '%s': %s", io->name, err); /* err: "FILE: reason" */
@@ -566,7 +609,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         rc = EXIT_RUN;
         goto done;
     }
-    if (save && !make_prefix_dir(save)) {
+    if (save && !tcrt_main_skip_save && !make_prefix_dir(save)) {
         errorf("--save %s: cannot create the checkpoint's folder: %s", save, strerror(errno));
         rc = EXIT_RUN;
         goto done;
@@ -595,7 +638,9 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
             tcrt_tensor batch = feeds[j];
             if (n_batches[j] > 1) {
                 batch.dims[0] = m->args[j].dims[0];
-                batch.data = (uint8_t *)feeds[j].data + (size_t)(step % n_batches[j]) * m->args[j].bytes;
+                int64_t b = steps ? (step * tcrt_main_n_replicas + tcrt_main_replica) % n_batches[j]
+                                  : tcrt_main_replica % n_batches[j];
+                batch.data = (uint8_t *)feeds[j].data + (size_t)b * m->args[j].bytes;
             }
             tcrt_status s = tcrt_set_feed(m, arena, j, &batch, err, sizeof err);
             if (s != TCRT_OK) {
@@ -625,7 +670,13 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         bool last = step + 1 == end;
         if (steps && ((step + 1) % log_every == 0 || last))
             log_step(m, arena, step + 1);
-        if (save && ((save_every && (step + 1) % save_every == 0) || last) &&
+        tcrt_main_runs++;
+        bool saving = save && ((save_every && (step + 1) % save_every == 0) || last);
+        if (saving && tcrt_main_before_save && tcrt_main_before_save(m, arena) != 0) {
+            rc = EXIT_RUN;
+            goto done;
+        }
+        if (saving && !tcrt_main_skip_save &&
             !save_ckpt(m, arena, save, step + 1, entries)) {
             rc = EXIT_RUN;
             goto done;

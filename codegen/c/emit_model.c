@@ -62,6 +62,8 @@ typedef struct Ctx {
     int n_rgs;
     const PassCluster *cluster; /* --cluster, or NULL */
     bool mpi;                   /* cgc_needs_mpi: per-rank dispatch and MPI transfers */
+    bool trunc16;               /* --transfer-compress trunc16 (float32 transfers between tasks) */
+    bool dp;                    /* has ALLREDUCE (--data-parallel): MPI main, any world size */
     Status *st;
 } Ctx;
 
@@ -596,8 +598,8 @@ static bool emit_kernels(Ctx *c, CgOut *o, const Kernel *ks, int n_ks)
     bool ok = true;
     for (int i = 0; i < n_ks && ok; i++) {
         const Kernel *k = &ks[i];
-        if (k->is_region)
-            continue;
+        if (k->is_region || (!k->is_elem && k->node->op == OP_ALLREDUCE))
+            continue; /* allreduce: a runtime/mpi.c call at its position (emit_allreduce) */
         ok = k->is_elem ? cgc_emit_elem(o, &k->grp, k->name, c->st)
                         : cgc_emit_call(o, k->node, k->name, c->st);
     }
@@ -777,9 +779,19 @@ static void emit_mpi_step(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *k)
     if (!k->is_elem && n->op == OP_RECV && n->inputs[0].node->op == OP_SEND) {
         const IrNode *s = n->inputs[0].node;
         int rs = node_rank(c, s);
+        bool t16 = c->trunc16 && n->out[0].type.dtype == TCRT_F32;
+        long long cnt = (long long)ir_shape_count(&n->out[0].type.shape);
+        size_t bytes = t16 ? (size_t)cnt * 2 : ir_type_bytes(&n->out[0].type);
+        if (rs != r && n->p.i[2]) { /* posted at the SEND (below): wait for both halves */
+            cg_printf(o, "if (tcrt_mpi_rank() == %d)\n    TFCC_TRY(tcrt_mpi_wait_recv(a + %lld, %zu, %lld, %d));\n",
+                      r, (long long)n->out[0].offset, bytes, t16 ? cnt : 0LL, s->id);
+            cg_printf(o, "else if (tcrt_mpi_rank() == %d)\n    TFCC_TRY(tcrt_mpi_wait(%d));\n", rs, s->id);
+            return;
+        }
         if (rs != r) {
-            cg_printf(o, "if (tcrt_mpi_rank() == %d)\n    TFCC_TRY(tcrt_mpi_recv(a + %lld, %zu, %d, %d));\n",
-                      r, (long long)n->out[0].offset, ir_type_bytes(&n->out[0].type), rs, s->id);
+            cg_printf(o, "if (tcrt_mpi_rank() == %d)\n    TFCC_TRY(tcrt_mpi_%s(a + %lld, %lld, %d, %d));\n", r,
+                      t16 ? "recv16" : "recv", (long long)n->out[0].offset, t16 ? cnt : (long long)bytes, rs,
+                      s->id);
             cg_printf(o, "else if (tcrt_mpi_rank() == %d)\n    TFCC_TRY(tcrt_mpi_wait(%d));\n", rs, s->id);
             return;
         }
@@ -787,14 +799,21 @@ static void emit_mpi_step(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *k)
     cg_printf(o, "if (tcrt_mpi_rank() == %d) {\n", r);
     o->indent++;
     emit_call(c, o, g, k);
-    if (!k->is_elem && n->op == OP_SEND) {
-        const IrNode *rv = recv_of(g, n);
-        if (rv && node_rank(c, rv) != r)
-            cg_printf(o, "TFCC_TRY(tcrt_mpi_isend(a + %lld, %zu, %d, %d));\n", (long long)n->out[0].offset,
-                      ir_type_bytes(&n->out[0].type), node_rank(c, rv), n->id);
-    }
+    const IrNode *rv = !k->is_elem && n->op == OP_SEND ? recv_of(g, n) : NULL;
+    int rr = rv ? node_rank(c, rv) : r;
+    bool t16 = c->trunc16 && n->out[0].type.dtype == TCRT_F32;
+    long long cnt = (long long)ir_shape_count(&n->out[0].type.shape);
+    if (rr != r && t16)
+        cg_printf(o, "TFCC_TRY(tcrt_mpi_isend16(a + %lld, %lld, %d, %d));\n", (long long)n->out[0].offset, cnt, rr,
+                  n->id);
+    else if (rr != r)
+        cg_printf(o, "TFCC_TRY(tcrt_mpi_isend(a + %lld, %zu, %d, %d));\n", (long long)n->out[0].offset,
+                  ir_type_bytes(&n->out[0].type), rr, n->id);
     o->indent--;
     cg_printf(o, "}\n");
+    if (rr != r && rv->p.i[2]) /* the receiver posts its receive as soon as the tensor is sent */
+        cg_printf(o, "if (tcrt_mpi_rank() == %d)\n    TFCC_TRY(tcrt_mpi_irecv(a + %lld, %zu, %d, %d));\n", rr,
+                  (long long)rv->out[0].offset, t16 ? (size_t)cnt * 2 : ir_type_bytes(&rv->out[0].type), r, n->id);
 }
 
 static void emit_calls(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *ks, int n_ks)
@@ -807,11 +826,42 @@ static void emit_calls(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *ks, int
     }
 }
 
+/* ---- --data-parallel: ALLREDUCE (docs/distributed.md) ---- */
+
+/* An ALLREDUCE: the mean over the replicas, computed by runtime/mpi.c
+ * (MPI_Allreduce) into the node's buffer. */
+static void emit_allreduce(CgOut *o, const IrGraph *g, const IrNode *n)
+{
+    char src[128], dst[128], origin[256];
+    raw_ptr(g, n->inputs[0], false, src, sizeof src);
+    raw_ptr(g, (IrValue){(IrNode *)n, 0}, false, dst, sizeof dst);
+    cg_comment_text(n->origin ? n->origin : "?", origin, sizeof origin);
+    cg_printf(o, "/* allreduce: the mean over the replicas (TF node: %s) */\n", origin);
+    cg_printf(o, "TFCC_TRY(tcrt_mpi_allreduce_mean(%s, %s, %lld, %s));\n", dst, src,
+              (long long)ir_shape_count(&n->out[0].type.shape),
+              n->out[0].type.dtype == TCRT_F64 ? "TCRT_F64" : "TCRT_F32");
+}
+
+/* Whether g calls ALLREDUCE: a --data-parallel training step. */
+static bool has_allreduce(const IrGraph *g)
+{
+    IR_FOR_EACH(g, n)
+    {
+        if (n->op == OP_ALLREDUCE)
+            return true;
+    }
+    return false;
+}
+
 static void emit_call(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *k)
 {
     const IrNode *n = k->node;
     if (k->is_region) {
         emit_region_op(c, o, g, n);
+        return;
+    }
+    if (!k->is_elem && n->op == OP_ALLREDUCE) {
+        emit_allreduce(o, g, n);
         return;
     }
     bool is_status = !k->is_elem && cgc_kernel_returns_status(n);
@@ -1082,7 +1132,14 @@ static bool write_source(Ctx *c)
                       "int tcrt_mpi_rank(void);\n"
                       "tcrt_status tcrt_mpi_isend(const void *buf, size_t bytes, int dst, int tag);\n"
                       "tcrt_status tcrt_mpi_recv(void *buf, size_t bytes, int src, int tag);\n"
-                      "tcrt_status tcrt_mpi_wait(int tag);\n\n");
+                      "tcrt_status tcrt_mpi_wait(int tag);\n"
+                      "tcrt_status tcrt_mpi_isend16(void *buf, size_t n, int dst, int tag);\n"
+                      "tcrt_status tcrt_mpi_recv16(void *buf, size_t n, int src, int tag);\n"
+                      "tcrt_status tcrt_mpi_irecv(void *buf, size_t bytes, int src, int tag);\n"
+                      "tcrt_status tcrt_mpi_wait_recv(void *buf, size_t bytes, size_t widen16, int tag);\n\n");
+    if (c->dp)
+        cg_printf(&o, "/* runtime/mpi.c (--data-parallel, docs/distributed.md) */\n"
+                      "tcrt_status tcrt_mpi_allreduce_mean(void *dst, const void *src, size_t n, tcrt_dtype dtype);\n\n");
     cg_template(&o,
                 "/* Runs every kernel in order on arena a ({{UNAME}}_ARENA_BYTES bytes). */\n"
                 "static tcrt_status {{NAME}}_run_arena(uint8_t *a)\n"
@@ -1247,6 +1304,18 @@ static bool write_main(Ctx *c)
                 "extern const tcrt_model {{NAME}}_model;\n"
                 "\n",
                 holes);
+    if (c->dp && !c->mpi) { /* --data-parallel: any world size (runtime/mpi.c, n_ranks 0) */
+        cg_template(
+            &o,
+            "int tcrt_mpi_main(const tcrt_model *m, int n_ranks, const char *cluster, int argc, char **argv);\n"
+            "\n"
+            "int main(int argc, char **argv)\n"
+            "{\n"
+            "    return tcrt_mpi_main(&{{NAME}}_model, 0, \"\", argc, argv);\n"
+            "}\n",
+            holes);
+        return close_out(c, f, path);
+    }
     if (!c->mpi) {
         cg_template(&o,
                     "int main(int argc, char **argv)\n"
@@ -1267,10 +1336,18 @@ static bool write_main(Ctx *c)
     cg_template(
         &o,
         "int tcrt_mpi_main(const tcrt_model *m, int n_ranks, const char *cluster, int argc, char **argv);\n"
-        "\n"
-        "int main(int argc, char **argv)\n"
-        "{\n",
+        "void tcrt_mpi_set_var_ranks(const int *rank_of_var, int n_vars);\n"
+        "\n",
         holes);
+    if (c->n_vars > 0) { /* each variable's task: its owner sends it to rank 0 for --save */
+        cg_printf(&o, "static const int %s_var_rank[%d] = {", c->name, c->n_vars);
+        for (int i = 0; i < c->n_vars; i++)
+            cg_printf(&o, "%s%d", i ? ", " : "", node_rank(c, c->vars[i].value.node));
+        cg_printf(&o, "};\n\n");
+    }
+    cg_printf(&o, "int main(int argc, char **argv)\n{\n");
+    if (c->n_vars > 0)
+        cg_printf(&o, "    tcrt_mpi_set_var_ranks(%s_var_rank, %d);\n", c->name, c->n_vars);
     cg_printf(&o, "    return tcrt_mpi_main(&%s_model, %d, \"%s\", argc, argv);\n}\n", c->name,
               c->cluster->n_ranks, spec);
     return close_out(c, f, path);
@@ -1292,7 +1369,11 @@ bool cgc_emit(const IrGraph *g, const CgOptions *o, const char *dir, Status *st)
     c.dir = dir;
     c.st = st;
     c.cluster = o->cluster;
+    c.trunc16 = o->trunc16;
     c.mpi = cgc_needs_mpi(g, o->cluster);
+    c.dp = has_allreduce(g);
+    if (c.dp && c.mpi)
+        return st_errorf(st, ST_ERROR, "--data-parallel cannot be combined with --cluster");
     IR_FOR_EACH(g, n)
     { /* MPI tags are send node ids: runtime/mpi.c keeps 4096 pending sends */
         if (c.mpi && n->op == OP_SEND && n->id >= 4096)

@@ -454,6 +454,14 @@ bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t
     if (!is_c_ident(o->name) || strlen(o->name) > 64)
         return st_errorf(st, ST_ERROR, "model name '%s' is not a C identifier (at most 64 chars)",
                          o->name ? o->name : "");
+    IR_FOR_EACH(g, n)
+    { /* --data-parallel: MPI_Allreduce is linked only into the C backend's host executable */
+        if (n->op == OP_ALLREDUCE)
+            return st_errorf(st, ST_UNSUPPORTED,
+                             "--backend llvm: node '%s' is an allreduce (--data-parallel); only --backend c "
+                             "(host executable) links MPI",
+                             n->origin ? n->origin : "?");
+    }
     init_targets();
     char *err = NULL;
     LLVMTargetRef target;

@@ -48,6 +48,9 @@ typedef struct TfImportOptions {
      * "trainable_variables" collections), or NULL for a plain GraphDef
      * (then every float variable is trainable). */
     const Tensorflow__MetaGraphDef *meta;
+    /* A feed's given shape may differ from the graph's in dimension 0
+     * (--replicas imports one replica's share of each batch). */
+    bool batch_free;
 } TfImportOptions;
 
 /* Returns the lowered graph (free with ir_graph_free) or NULL with st set. */

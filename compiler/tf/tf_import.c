@@ -693,7 +693,8 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
         if (have_graph_shape) {
             bool match = graph_shape.rank == t.shape.rank;
             for (int i = 0; match && i < t.shape.rank; i++)
-                match = graph_shape.dims[i] < 0 || graph_shape.dims[i] == t.shape.dims[i];
+                match = graph_shape.dims[i] < 0 || graph_shape.dims[i] == t.shape.dims[i] ||
+                        (i == 0 && o->batch_free);
             if (!match) {
                 char b1[200], b2[200];
                 shape_text(&t.shape, b1, sizeof b1, ',', false);

@@ -92,6 +92,9 @@ tcrt_status tcrt_ref_assign(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
  * out = in[0], same dtype and element count. */
 tcrt_status tcrt_ref_send(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_ref_recv(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+/* allreduce: the mean over the replicas of a --data-parallel run; one
+ * replica here (ref_comm.c): out = in[0], float32/float64, p->i[0] = 0. */
+tcrt_status tcrt_ref_allreduce(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_ref_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_ref_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);

@@ -7,6 +7,9 @@
  * source and destination hold the same number of bytes and never allocate.
  * A GPU or another task needs a real transport (CUDA copies, MPI); those
  * live in their backends, not here.
+ * allreduce (--data-parallel): the mean over the replicas; with one replica
+ * (this kernel, constant folding's view) a copy.  The C backend calls
+ * tcrt_mpi_allreduce_mean (runtime/mpi.c) instead.
  */
 #include "kern_int.h"
 
@@ -31,5 +34,13 @@ tcrt_status tcrt_ref_send(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int
 tcrt_status tcrt_ref_recv(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
     (void)p;
+    return comm_copy(in, n_in, out, n_out);
+}
+
+tcrt_status tcrt_ref_allreduce(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                               const tcrt_params *p)
+{
+    KCHECK(in && n_in == 1 && (in[0].dtype == TCRT_F32 || in[0].dtype == TCRT_F64));
+    KCHECK(p && p->i[0] == 0);
     return comm_copy(in, n_in, out, n_out);
 }

@@ -479,8 +479,8 @@ static void check_partition(const IrGraph *g, int want_pairs)
         }
         for (int k = 0; k < n->n_inputs; k++) {
             const IrNode *p = n->inputs[k].node;
-            if (p->op == OP_CONST || !strcmp(p->device, n->device))
-                continue;
+            if (p->op == OP_CONST || p->op == OP_ARG || !strcmp(p->device, n->device))
+                continue; /* weights and feeds (host memory) are read by every CPU */
             ck_assert_msg(p->op == OP_SEND && n->op == OP_RECV, "edge %%%d -> %%%d crosses devices", p->id,
                           n->id);
         }
@@ -502,8 +502,9 @@ static void check_partition(const IrGraph *g, int want_pairs)
 START_TEST(test_partition_structure)
 {
     /* x (host) -> a = neg(x) on CPU:1 -> b = add(a, x), c = mul(a, a) on
-     * CPU:0; fetch a, b, c.  Pairs: x -> CPU:1, and a -> CPU:0 shared by b,
-     * c and the fetch of a (one RECV per tensor per device). */
+     * CPU:0; fetch a, b, c.  One pair: a -> CPU:0 shared by b, c and the
+     * fetch of a (one RECV per tensor per device); CPU:1 reads the feed x
+     * in host memory, without a pair. */
     IrGraph *g = new_graph();
     IrValue x = feed(g, "x", 4);
     IrValue a = op1(g, "a", OP_NEG, x, "/cpu:1");
@@ -516,17 +517,17 @@ START_TEST(test_partition_structure)
     Run r;
     run_passes(g, &o, true, &r);
     ck_assert_msg(r.ok, "%s", r.st.msg);
-    check_partition(g, 2);
-    ck_assert_int_eq(r.rep.n_pairs, 2);
-    ck_assert_str_eq(r.rep.keys[0], CPU0 ";" CPU1 ";edge_0_x:0");
-    ck_assert_str_eq(r.rep.keys[1], CPU1 ";" CPU0 ";edge_1_a:0");
+    check_partition(g, 1);
+    ck_assert_int_eq(r.rep.n_pairs, 1);
+    ck_assert_str_eq(r.rep.keys[0], CPU1 ";" CPU0 ";edge_1_a:0");
+    ck_assert_ptr_eq(a.node->inputs[0].node, x.node);
     ck_assert_int_eq(g->fetches[0].value.node->op, OP_RECV); /* a arrives on the host */
     ck_assert_ptr_eq(b.node->inputs[0].node, g->fetches[0].value.node);
     ck_assert_ptr_eq(c.node->inputs[0].node, g->fetches[0].value.node);
     ck_assert_ptr_eq(c.node->inputs[1].node, g->fetches[0].value.node);
-    /* order: x, send, recv, a, send, recv (before b, its first consumer), b, c */
-    const Op want[] = {OP_ARG, OP_SEND, OP_RECV, OP_NEG, OP_SEND, OP_RECV, OP_ADD, OP_MUL};
-    ck_assert_int_eq(ir_graph_live_count(g), 8);
+    /* order: x, a, send, recv (before b, its first consumer), b, c */
+    const Op want[] = {OP_ARG, OP_NEG, OP_SEND, OP_RECV, OP_ADD, OP_MUL};
+    ck_assert_int_eq(ir_graph_live_count(g), 6);
     int i = 0;
     IR_FOR_EACH(g, n) {
         ck_assert_msg(n->op == want[i], "position %d: %s", i, ir_op_name(n->op));
@@ -540,11 +541,12 @@ START_TEST(test_partition_alap_memory)
 {
     /* x f32[1000] (4000 bytes) on the host; a = neg(x) on CPU:1; on CPU:0
      * b = exp(x), c = exp(b), d = exp(c), e = add(d, a); fetch e.
-     * ALAP order: x sx rx a sa b c d ra e (positions 0..9).
-     *   CPU:0: x, e pinned; b [5,6], c [6,7], d [7,9], ra [8,9]: peak 4 buffers.
-     *   CPU:1: rx [2,3], a [3,8] (held until ra): peak 2.  Total 6 x 4000.
-     * ASAP order: x sx rx a sa ra b c d e: on CPU:0 ra [5,9] overlaps b, c
-     *   and c, d: peak 5; CPU:1 still 2.  Total 7 x 4000. */
+     * a reads the feed x in host memory (no pair).
+     * ALAP order: x a sa b c d ra e (positions 0..7).
+     *   CPU:0: x, e pinned; b [3,4], c [4,5], d [5,7], ra [6,7]: peak 4 buffers.
+     *   CPU:1: a [1,6] (held until ra): peak 1.  Total 5 x 4000.
+     * ASAP order: x a sa ra b c d e: on CPU:0 ra [3,7] overlaps b, c
+     *   and c, d: peak 5; CPU:1 still 1.  Total 6 x 4000. */
     IrGraph *g = new_graph();
     IrValue x = feed(g, "x", 1000);
     IrValue a = op1(g, "a", OP_NEG, x, "/cpu:1");
@@ -557,15 +559,15 @@ START_TEST(test_partition_alap_memory)
     Run r;
     run_passes(g, &o, true, &r);
     ck_assert_msg(r.ok, "%s", r.st.msg);
-    check_partition(g, 2);
-    const Op want[] = {OP_ARG, OP_SEND, OP_RECV, OP_NEG, OP_SEND, OP_EXP, OP_EXP, OP_EXP, OP_RECV, OP_ADD};
+    check_partition(g, 1);
+    const Op want[] = {OP_ARG, OP_NEG, OP_SEND, OP_EXP, OP_EXP, OP_EXP, OP_RECV, OP_ADD};
     int i = 0;
     IR_FOR_EACH(g, n) {
         ck_assert_msg(n->op == want[i], "position %d: %s", i, ir_op_name(n->op));
         i++;
     }
-    ck_assert_int_eq(r.rep.peak_alap, 6 * 4000);
-    ck_assert_int_eq(r.rep.peak_asap, 7 * 4000);
+    ck_assert_int_eq(r.rep.peak_alap, 5 * 4000);
+    ck_assert_int_eq(r.rep.peak_asap, 6 * 4000);
     ir_graph_free(g);
 }
 END_TEST
@@ -587,7 +589,7 @@ START_TEST(test_partition_dump_and_remote)
     FILE *f = open_memstream(&t1, &n1);
     ir_print(g, f, true);
     fclose(f);
-    HAS(t1, "key=\"" CPU0 ";" CPU1 ";edge_0_x:0\"");
+    HAS(t1, "key=\"" CPU1 ";" CPU0 ";edge_1_a:0\"");
     Status st = ST_INIT;
     IrGraph *back = ir_parse(t1, "partitioned.ir", &st);
     ck_assert_msg(back, "%s", st.msg);
@@ -615,7 +617,7 @@ START_TEST(test_partition_dump_and_remote)
     run_passes(g, &oi, true, &r);
     ck_assert_msg(r.ok, "%s", r.st.msg);
     ck_assert_str_eq(v.node->device, "/job:ps/replica:0/task:0/device:CPU:0");
-    ck_assert_int_eq(r.rep.n_pairs, 2);
+    ck_assert_int_eq(r.rep.n_pairs, 1); /* v to the host; ps:0's CPU reads the feed x itself */
     ck_assert(fabs(r.rep.est_seconds - (100e-6 + 16 / 1e9 + 1e-6 + 32 / 20e9)) < 1e-12);
     ir_graph_free(g);
     g = new_graph();
@@ -674,8 +676,9 @@ START_TEST(test_pipeline_placement)
             n_comm += n->op == OP_SEND || n->op == OP_RECV;
             ck_assert(n->op == OP_CONST || n->out[0].offset != -1); /* planned (or fused) */
         }
-        ck_assert_int_eq(n_comm, with ? 4 : 0);
-        ck_assert_int_eq(rep.n_pairs, with ? 2 : 0);
+        /* one pair, a -> b: x is a feed, in host memory, which CPU:1 reads without a transfer */
+        ck_assert_int_eq(n_comm, with ? 2 : 0);
+        ck_assert_int_eq(rep.n_pairs, with ? 1 : 0);
         ck_assert(file_nonempty(dir, with ? "06-partition.ir" : "05-layout.ir"));
         ck_assert(file_nonempty(dir, with ? "10-memplan.ir" : "08-memplan.ir"));
         ir_graph_free(g);
@@ -732,8 +735,8 @@ START_TEST(test_e2e_cpu_split)
     HAS(r.out, "  d (Sub) %");
     HAS(r.out, " sub -> [1] colocated: colocated with 'mm'\n");
     HAS(r.out, " add -> [0] requested: '/cpu:0'\n");
-    HAS(r.out, "partition: 3 send/recv pairs\n");
-    HAS(r.out, "  " CPU0 ";" CPU1 ";edge_0_x:0\n");
+    HAS(r.out, "partition: 2 send/recv pairs\n"); /* mm and r to CPU:0; CPU:1 reads the feed x itself */
+    HAS(r.out, "  " CPU1 ";" CPU0 ";edge_2_mm:0\n");
     HAS(r.out, "peak live bytes: ");
     result_free(&r);
 

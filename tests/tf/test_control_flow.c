@@ -296,7 +296,7 @@ static void build_loop_in_cond(Tb *b)
 static void import_spec(Tb *b, const TfFeedSpec *feeds, int n_feeds, const char *const *fetches,
                         int n_fetches)
 {
-    TfImportOptions o = {NULL, feeds, n_feeds, fetches, n_fetches, NULL, 0, NULL, NULL};
+    TfImportOptions o = {NULL, feeds, n_feeds, fetches, n_fetches, NULL, 0, NULL, NULL, false};
     gr = tf_import(&b->gd, &o, &st);
     ck_assert_msg(gr != NULL, "import failed: %s", st.msg);
 }
@@ -310,7 +310,7 @@ static void import1(Tb *b, const TfFeedSpec *feeds, int n_feeds, const char *fet
 static void import_fails(Tb *b, const char *fetch, const char *want)
 {
     const char *fetches[1] = {fetch};
-    TfImportOptions o = {NULL, NULL, 0, fetches, 1, NULL, 0, NULL, NULL};
+    TfImportOptions o = {NULL, NULL, 0, fetches, 1, NULL, 0, NULL, NULL, false};
     gr = tf_import(&b->gd, &o, &st);
     ck_assert_ptr_null(gr);
     ck_assert_msg(strstr(st.msg, want) != NULL, "want \"%s\" in:\n%s", want, st.msg);
@@ -780,7 +780,7 @@ START_TEST(test_dead_fetch)
     build_cond(b, 1);
     TfFeedSpec spec = {"x", false, {0, {0}}, TCRT_INVALID, NULL};
     const char *fetches[1] = {"cond/add"};
-    TfImportOptions o = {NULL, &spec, 1, fetches, 1, NULL, 0, NULL, NULL};
+    TfImportOptions o = {NULL, &spec, 1, fetches, 1, NULL, 0, NULL, NULL, false};
     gr = tf_import(&b->gd, &o, &st);
     ck_assert_ptr_null(gr);
     ck_assert_str_eq(st.msg,
@@ -812,7 +812,7 @@ START_TEST(test_two_conds_meet)
                                {"p", false, {0, {0}}, TCRT_INVALID, NULL},
                                {"q", false, {0, {0}}, TCRT_INVALID, NULL}};
         const char *fetches[1] = {"n"};
-        TfImportOptions o = {NULL, specs, fed ? 3 : 1, fetches, 1, NULL, 0, NULL, NULL};
+        TfImportOptions o = {NULL, specs, fed ? 3 : 1, fetches, 1, NULL, 0, NULL, NULL, false};
         gr = tf_import(&b->gd, &o, &st);
         if (!fed) {
             ck_assert_msg(gr != NULL, "%s", st.msg);
@@ -839,7 +839,7 @@ START_TEST(test_err_fetch_inside_branch)
     TfFeedSpec specs[2] = {{"x", false, {0, {0}}, TCRT_INVALID, NULL},
                            {"p", false, {0, {0}}, TCRT_INVALID, NULL}};
     const char *fetches[1] = {"cond/mul"};
-    TfImportOptions o = {"m.pb", specs, 2, fetches, 1, NULL, 0, NULL, NULL};
+    TfImportOptions o = {"m.pb", specs, 2, fetches, 1, NULL, 0, NULL, NULL, false};
     gr = tf_import(&b->gd, &o, &st);
     ck_assert_ptr_null(gr);
     ck_assert_str_eq(st.msg,
@@ -964,7 +964,7 @@ START_TEST(test_oom)
     TfFeedSpec specs[2] = {{"x", false, {0, {0}}, TCRT_INVALID, NULL},
                            {"p", false, {0, {0}}, TCRT_INVALID, NULL}};
     const char *fetches[2] = {"while/Exit_1", "cond/Merge"};
-    TfImportOptions o = {NULL, specs, 2, fetches, 2, NULL, 0, NULL, NULL};
+    TfImportOptions o = {NULL, specs, 2, fetches, 2, NULL, 0, NULL, NULL, false};
     int n;
     for (n = 1; n < 20000; n++) {
         Status s2 = ST_INIT;

@@ -71,7 +71,7 @@ static void import(const char *file, const char *const *feeds, const char *const
     }
     while (fetches[n_fetches])
         n_fetches++;
-    TfImportOptions o = {file, specs, n_feeds, fetches, n_fetches, NULL, 0, NULL, NULL};
+    TfImportOptions o = {file, specs, n_feeds, fetches, n_fetches, NULL, 0, NULL, NULL, false};
     gr = tf_import(model.graph, &o, &st);
     ck_assert_msg(gr != NULL, "import failed: %s", st.msg);
     ck_assert_msg(ir_verify(gr, &st), "%s", st.msg);
@@ -271,7 +271,7 @@ START_TEST(test_while_type_count)
     spec.name = "n";
     spec.dtype = TCRT_INVALID;
     const char *fetch = "loop";
-    TfImportOptions o = {"w.pbtxt", &spec, 1, &fetch, 1, NULL, 0, NULL, NULL};
+    TfImportOptions o = {"w.pbtxt", &spec, 1, &fetch, 1, NULL, 0, NULL, NULL, false};
     gr = tf_import(model.graph, &o, &st);
     ck_assert_ptr_null(gr);
     ck_assert_str_eq(st.msg, "w.pbtxt: node 'loop' (While): attribute 'T' lists 3 types but the node has 2 "

@@ -33,7 +33,7 @@ static void teardown(void)
 static IrGraph *import_opts(Tb *b, const char *file, const TfFeedSpec *feeds, int n_feeds, const char *fetch)
 {
     const char *fetches[1] = {fetch};
-    TfImportOptions o = {file, feeds, n_feeds, fetches, 1, NULL, 0, NULL, NULL};
+    TfImportOptions o = {file, feeds, n_feeds, fetches, 1, NULL, 0, NULL, NULL, false};
     gr = tf_import(&b->gd, &o, &st);
     return gr;
 }
@@ -302,7 +302,7 @@ START_TEST(test_const_typed_lists)
     i64->int64_val = &lv;
 
     const char *fetches[5] = {"i", "h", "bo", "raw", "l"};
-    TfImportOptions o = {NULL, NULL, 0, fetches, 5, NULL, 0, NULL, NULL};
+    TfImportOptions o = {NULL, NULL, 0, fetches, 5, NULL, 0, NULL, NULL, false};
     gr = tf_import(&b->gd, &o, &st);
     ck_assert_msg(gr != NULL, "%s", st.msg);
     const int32_t *iv = fetched_const(0, TCRT_I32, 1, TB_DIMS(3))->data;

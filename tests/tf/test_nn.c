@@ -33,7 +33,7 @@ static void teardown(void)
 static void import_feeds(Tb *b, const TfFeedSpec *feeds, int n_feeds, const char *fetch)
 {
     const char *fetches[1] = {fetch};
-    TfImportOptions o = {NULL, feeds, n_feeds, fetches, 1, NULL, 0, NULL, NULL};
+    TfImportOptions o = {NULL, feeds, n_feeds, fetches, 1, NULL, 0, NULL, NULL, false};
     gr = tf_import(&b->gd, &o, &st);
     ck_assert_msg(gr != NULL, "import failed: %s", st.msg);
 }
@@ -46,7 +46,7 @@ static void import_ok(Tb *b, const char *fetch)
 static void import_err(Tb *b, const char *fetch, const char *want)
 {
     const char *fetches[1] = {fetch};
-    TfImportOptions o = {NULL, NULL, 0, fetches, 1, NULL, 0, NULL, NULL};
+    TfImportOptions o = {NULL, NULL, 0, fetches, 1, NULL, 0, NULL, NULL, false};
     gr = tf_import(&b->gd, &o, &st);
     ck_assert_ptr_null(gr);
     ck_assert_msg(strstr(st.msg, want) != NULL, "got: %s\nwant: %s", st.msg, want);

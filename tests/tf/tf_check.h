@@ -97,7 +97,7 @@ static void import_ok(G *g, ...)
     for (const char *s; (s = va_arg(ap, const char *)) != NULL;)
         fetches[n++] = s;
     va_end(ap);
-    TfImportOptions o = {"test.pbtxt", feed_specs, placeholder_feeds(g), fetches, n, NULL, 0, NULL, NULL};
+    TfImportOptions o = {"test.pbtxt", feed_specs, placeholder_feeds(g), fetches, n, NULL, 0, NULL, NULL, false};
     Status s0 = ST_INIT;
     st = s0;
     gr = tf_import(&g->gd, &o, &st);
@@ -109,7 +109,7 @@ static void import_ok(G *g, ...)
 /* Imports g fetching one tensor; asserts failure and that the message holds want. */
 static void import_fails(G *g, const char *fetch, const char *want)
 {
-    TfImportOptions o = {"test.pbtxt", feed_specs, placeholder_feeds(g), &fetch, 1, NULL, 0, NULL, NULL};
+    TfImportOptions o = {"test.pbtxt", feed_specs, placeholder_feeds(g), &fetch, 1, NULL, 0, NULL, NULL, false};
     Status s0 = ST_INIT;
     st = s0;
     gr = tf_import(&g->gd, &o, &st);
