@@ -491,8 +491,9 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
     snprintf(mpi_lib, sizeof mpi_lib, "%s/libtcrt_mpi.a", t->runtime_libdir);
     if (ok && kind == TGT_EXE && j->mpi && access(mpi_lib, R_OK) != 0)
         ok = st_errorf(st, ST_ERROR,
-                       "the graph has edges between --cluster tasks but this tfcc was built without "
-                       "MPI (%s missing; install openmpi-bin libopenmpi-dev and reconfigure)",
+                       "the graph needs MPI (edges between --cluster tasks, or --data-parallel) but this "
+                       "tfcc was built without MPI (%s missing; install openmpi-bin libopenmpi-dev and "
+                       "reconfigure)",
                        mpi_lib);
     if (ok && kind == TGT_EXE) {
         Cmd c = {.argc = 0};
