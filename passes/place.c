@@ -155,6 +155,13 @@ double pass_place_node_seconds(const IrNode *n, const char *type)
     return (tf > tb ? tf : tb) + c->overhead;
 }
 
+/* Whether a node on device d reads p's output without a transfer: a feed
+ * read on a CPU (every process holds the feeds; passes/partition.c). */
+static bool reads_in_place(const IrNode *p, const IrDevName *d)
+{
+    return p->op == OP_ARG && !strcmp(d->type, "CPU");
+}
+
 double pass_place_transfer_seconds(int64_t bytes, const char *src, const char *dst)
 {
     IrDevName a, b;
@@ -627,7 +634,7 @@ static bool simulate(Placer *pl, double *makespan)
                     continue;
                 int pi = pl->idx_of[p->id];
                 double arrive = fin[pi];
-                if (dev_of[pi] != d) {
+                if (dev_of[pi] != d && !reads_in_place(p, &pl->devs[d].name)) {
                     const Xfer *x = xfer_slot(tab, cap, pi, n->inputs[k].index, d);
                     arrive = x->pi >= 0 ? x->t
                                         : arrive + pass_place_transfer_seconds(
@@ -654,7 +661,7 @@ static bool simulate(Placer *pl, double *makespan)
                 continue;
             int pi = pl->idx_of[p->id];
             Xfer *x = xfer_slot(tab, cap, pi, n->inputs[k].index, best);
-            if (dev_of[pi] != best && x->pi < 0)
+            if (dev_of[pi] != best && x->pi < 0 && !reads_in_place(p, &pl->devs[best].name))
                 *x = (Xfer){pi, n->inputs[k].index, best,
                             fin[pi] + pass_place_transfer_seconds(
                                           (int64_t)ir_type_bytes(ir_value_type(n->inputs[k])),
