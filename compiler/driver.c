@@ -465,10 +465,10 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
     }
     if (o->data_parallel) { /* docs/distributed.md "Data-parallel training" */
         const char *bad =
-            !o->loss          ? "--data-parallel needs --loss/--optimizer (tfcc builds the gradients it averages)"
+            !o->loss && !o->n_train_ops
+                ? "--data-parallel needs --loss/--optimizer (tfcc builds the gradients it averages) or --train-op "
+                  "(the graph's own optimizer ops, whose gradient inputs it averages)"
             : o->cluster_spec ? "--data-parallel cannot be combined with --cluster (every rank runs the whole graph)"
-            : o->n_train_ops  ? "--data-parallel: --train-op runs the graph's own optimizer ops, whose gradients "
-                                "tfcc does not average; use --loss/--optimizer"
             : o->emit && !strcmp(o->emit, "cuda") ? "--data-parallel: --emit cuda is not supported"
                                                   : NULL;
         if (bad) {
@@ -732,6 +732,38 @@ static bool build_training(const Options *o, IrGraph *g, Status *st)
     return pass_grad_build(g, loss, &go, st);
 }
 
+/* --data-parallel with --train-op: the import averaged the optimizer ops'
+ * gradient inputs (TF_IMPORT_DATA_PARALLEL); the fetched float scalars (the
+ * loss, metrics) are averaged too, so rank 0 reports the global values.  A
+ * graph without an optimizer op to average is an error. */
+static bool average_fetches(const Options *o, IrGraph *g, Status *st)
+{
+    int n_avg = 0;
+    IR_FOR_EACH(g, n)
+    {
+        n_avg += n->op == OP_ALLREDUCE;
+    }
+    if (n_avg == 0)
+        return st_errorf(st, ST_ERROR,
+                         "--data-parallel: the --train-op nodes run no optimizer op (Apply*, ResourceApply*) whose "
+                         "gradient could be averaged");
+    (void)o;
+    for (int i = 0; i < g->n_fetches; i++) {
+        IrValue v = g->fetches[i].value;
+        const IrType *t = v.node ? ir_value_type(v) : NULL;
+        if (!t || (t->dtype != TCRT_F32 && t->dtype != TCRT_F64) || ir_shape_count(&t->shape) != 1)
+            continue;
+        IrParams p;
+        memset(&p, 0, sizeof p);
+        ir_graph_set_origin(g, v.node->origin, "AllReduce");
+        IrValue m = ir_emit1(g, OP_ALLREDUCE, &v, 1, &p, NULL, st);
+        if (!m.node)
+            return false;
+        g->fetches[i].value = m;
+    }
+    return true;
+}
+
 /* The checkpoint holding a model's variables: a SavedModel's
  * <dir>/variables/variables, a MetaGraphDef X.meta's X (tf.train.Saver
  * writes both with one prefix); NULL when its .index file is absent. */
@@ -820,7 +852,7 @@ static IrGraph *replica_import(const Options *o, const FeModel *m, const TfImpor
     }
     TfImportOptions ro = *io;
     ro.feeds = rf;
-    ro.batch_free = true;
+    ro.flags |= TF_IMPORT_BATCH_FREE;
     return tf_import(m->graph, &ro, st);
 }
 
@@ -867,7 +899,8 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
     char ckpt[PATH_MAX];
     TfImportOptions io = {.file = o->model, .feeds = feeds, .n_feeds = n_feeds, .fetches = fetches,
                           .n_fetches = n_fetches, .targets = o->train_ops, .n_targets = o->n_train_ops,
-                          .checkpoint = checkpoint_prefix(o->model, &m, ckpt, sizeof ckpt), .meta = m.meta};
+                          .checkpoint = checkpoint_prefix(o->model, &m, ckpt, sizeof ckpt), .meta = m.meta,
+                          .flags = o->data_parallel ? TF_IMPORT_DATA_PARALLEL : 0};
     OnnxImportOptions oo = {.file = o->model, .feeds = feeds, .n_feeds = n_feeds, .fetches = fetches,
                             .n_fetches = n_fetches};
     t0 = now_ms();
@@ -884,6 +917,10 @@ static bool compile_model(const Options *o, FeModel *pre, const TfFeedSpec *feed
         return false;
     g->name = arena_strdup(&g->arena, name);
     if (o->loss && !build_training(o, g, st)) {
+        ir_graph_free(g);
+        return false;
+    }
+    if (o->data_parallel && !o->loss && !average_fetches(o, g, st)) {
         ir_graph_free(g);
         return false;
     }

@@ -48,10 +48,15 @@ typedef struct TfImportOptions {
      * "trainable_variables" collections), or NULL for a plain GraphDef
      * (then every float variable is trainable). */
     const Tensorflow__MetaGraphDef *meta;
-    /* A feed's given shape may differ from the graph's in dimension 0
-     * (--replicas imports one replica's share of each batch). */
-    bool batch_free;
+    /* TF_IMPORT_* bits. */
+    unsigned flags;
 } TfImportOptions;
+/* A feed's given shape may differ from the graph's in dimension 0
+ * (--replicas imports one replica's share of each batch). */
+#define TF_IMPORT_BATCH_FREE 1u
+/* --data-parallel: the gradient input of every optimizer op (Apply*,
+ * ResourceApply*) is averaged over the replicas (ALLREDUCE) first. */
+#define TF_IMPORT_DATA_PARALLEL 2u
 
 /* Returns the lowered graph (free with ir_graph_free) or NULL with st set. */
 IrGraph *tf_import(const Tensorflow__GraphDef *gd, const TfImportOptions *o, Status *st);

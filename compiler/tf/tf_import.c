@@ -694,7 +694,7 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
             bool match = graph_shape.rank == t.shape.rank;
             for (int i = 0; match && i < t.shape.rank; i++)
                 match = graph_shape.dims[i] < 0 || graph_shape.dims[i] == t.shape.dims[i] ||
-                        (i == 0 && o->batch_free);
+                        (i == 0 && (o->flags & TF_IMPORT_BATCH_FREE));
             if (!match) {
                 char b1[200], b2[200];
                 shape_text(&t.shape, b1, sizeof b1, ',', false);
@@ -2878,6 +2878,11 @@ static void read_after_assign(Importer *im, const NodeInfo *a, IrValue *in)
         if (after)
             in[i] = (IrValue){im->assigns[m], 0};
     }
+}
+
+bool tf_state_data_parallel(const TfCtx *c)
+{
+    return c->state && c->state->im && (c->state->im->o->flags & TF_IMPORT_DATA_PARALLEL);
 }
 
 bool tf_state_assign(TfCtx *c, IrValue var, IrValue value, IrValue *out)

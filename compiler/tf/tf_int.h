@@ -57,6 +57,9 @@ bool tf_state_variable(TfCtx *c, IrValue *out);
 /* tf_import.c: ASSIGN(var, value) made by c->nd, remembered so that a node
  * with a control dependency on c->nd reads the new value. */
 bool tf_state_assign(TfCtx *c, IrValue var, IrValue value, IrValue *out);
+/* tf_import.c: whether the import is for --data-parallel (optimizer ops
+ * average their gradient input over the replicas). */
+bool tf_state_data_parallel(const TfCtx *c);
 /* Is op an assignment (Assign*, Apply*, ResourceApply*: it writes a
  * variable, and a node with a control dependency on it reads the new value)? */
 bool tf_op_is_assign(const char *op);

@@ -226,6 +226,7 @@ static bool lower_assign_sub_var(TfCtx *c, const IrValue *in, int n_in, IrValue 
  * float of var's dtype and the gradient (input g) has var's shape. */
 typedef struct Slots {
     IrValue var[3], cur[3];
+    IrValue grad;                 /* the gradient input; under --data-parallel its replicas' mean */
 } Slots;
 
 static bool slots(TfCtx *c, const IrValue *in, int n_in, int want_in, int n_slots, int g, Slots *s)
@@ -266,7 +267,13 @@ static bool slots(TfCtx *c, const IrValue *in, int n_in, int want_in, int n_slot
                          s->var[0].node->origin ? s->var[0].node->origin : "?",
                          type_str(type_of(s->var[0]), b2, sizeof b2));
     }
-    return true;
+    s->grad = in[g];
+    if (tf_state_data_parallel(c)) { /* docs/distributed.md: averaged over the replicas first */
+        IrParams p;
+        memset(&p, 0, sizeof p);
+        s->grad = ir_emit1(c->g, OP_ALLREDUCE, &in[g], 1, &p, NULL, c->st);
+    }
+    return s->grad.node != NULL;
 }
 
 /* Scalar inputs are used as rank 0 (a [1] learning rate would broadcast
@@ -302,7 +309,7 @@ static bool gd(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out, 
     Slots s;
     if (!slots(c, in, n_in, 3, 1, 2, &s))
         return false;
-    IrValue nv = bin(c, OP_SUB, s.cur[0], bin(c, OP_MUL, sc(c, in[1]), in[2]));
+    IrValue nv = bin(c, OP_SUB, s.cur[0], bin(c, OP_MUL, sc(c, in[1]), s.grad));
     return finish(c, &s, &nv, 1, out, n_out, has_out);
 }
 
@@ -316,7 +323,7 @@ static bool momentum(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n
     bool nesterov;
     if (!slots(c, in, n_in, 5, 2, 3, &s) || !tf_attr_bool(c, "use_nesterov", &nesterov))
         return false;
-    IrValue lr = sc(c, in[2]), g = in[3], mom = sc(c, in[4]);
+    IrValue lr = sc(c, in[2]), g = s.grad, mom = sc(c, in[4]);
     IrValue acc = bin(c, OP_ADD, bin(c, OP_MUL, s.cur[1], mom), g);
     IrValue step = nesterov
                        ? bin(c, OP_ADD, bin(c, OP_MUL, g, lr), bin(c, OP_MUL, bin(c, OP_MUL, acc, mom), lr))
@@ -336,7 +343,7 @@ static bool keras_momentum(TfCtx *c, const IrValue *in, int n_in, IrValue *out, 
     bool nesterov;
     if (!slots(c, in, n_in, 5, 2, 3, &s) || !tf_attr_bool(c, "use_nesterov", &nesterov))
         return false;
-    IrValue lr = sc(c, in[2]), g = in[3], mom = sc(c, in[4]);
+    IrValue lr = sc(c, in[2]), g = s.grad, mom = sc(c, in[4]);
     IrValue glr = bin(c, OP_MUL, g, lr);
     IrValue acc = bin(c, OP_SUB, bin(c, OP_MUL, s.cur[1], mom), glr);
     IrValue step = nesterov ? bin(c, OP_SUB, bin(c, OP_MUL, acc, mom), glr) : acc;
@@ -357,7 +364,7 @@ static bool adam(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out
     if (!slots(c, in, n_in, 10, 3, 9, &s) || !tf_attr_bool(c, "use_nesterov", &nesterov))
         return false;
     IrValue b1p = sc(c, in[3]), b2p = sc(c, in[4]), lr = sc(c, in[5]), b1 = sc(c, in[6]), b2 = sc(c, in[7]),
-            eps = sc(c, in[8]), g = in[9];
+            eps = sc(c, in[8]), g = s.grad;
     IrValue one = scalar(c, s.var[0], 1.0);
     IrValue lr_t =
         bin(c, OP_DIV, bin(c, OP_MUL, lr, ir_unary(c->g, OP_SQRT, bin(c, OP_SUB, one, b2p), c->st)),
@@ -382,7 +389,7 @@ static bool rmsprop(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_
     Slots s;
     if (!slots(c, in, n_in, 8, 3, 7, &s))
         return false;
-    IrValue lr = sc(c, in[3]), rho = sc(c, in[4]), mo = sc(c, in[5]), eps = sc(c, in[6]), g = in[7];
+    IrValue lr = sc(c, in[3]), rho = sc(c, in[4]), mo = sc(c, in[5]), eps = sc(c, in[6]), g = s.grad;
     IrValue one = scalar(c, s.var[0], 1.0);
     IrValue ms =
         bin(c, OP_ADD, s.cur[1],
@@ -403,7 +410,7 @@ static bool adagrad(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_
     bool update;
     if (!slots(c, in, n_in, 4, 2, 3, &s) || !tf_attr_bool(c, "update_slots", &update))
         return false;
-    IrValue lr = sc(c, in[2]), g = in[3];
+    IrValue lr = sc(c, in[2]), g = s.grad;
     IrValue acc = update ? bin(c, OP_ADD, s.cur[1], bin(c, OP_MUL, g, g)) : s.cur[1];
     IrValue nv[2] = {
         bin(c, OP_SUB, s.cur[0], bin(c, OP_DIV, bin(c, OP_MUL, lr, g), ir_unary(c->g, OP_SQRT, acc, c->st))),

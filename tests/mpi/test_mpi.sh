@@ -77,6 +77,8 @@ if [ "$case_" = dp ]; then # compile errors (no MPI needed)
         --trainable w,b --loss loss --optimizer sgd:lr=0.1
     check_dp 1 "--data-parallel: only the host executable (--emit exe, --backend c, no --target) links MPI" \
         --data-parallel --trainable w,b --loss loss --optimizer sgd:lr=0.1 --emit c
+    check_dp 1 "--data-parallel: the --train-op nodes run no optimizer op (Apply*, ResourceApply*)" \
+        --data-parallel --train-op loss
 fi
 
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 77; }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_ps.sh - parameter-server training: --cluster with --replicas (docs/distributed.md).
 #
-# usage: test_ps.sh TFCC DATA_DIR CASE
+# usage: test_ps.sh TFCC DATA_DIR CASE [MODELS_DIR]
 #   linear   data/ps_linear.pbtxt (linear regression, batch 8) trained 60 steps over 4 batches
 #            with --cluster ps=1,worker=2 --replicas worker under mpirun -np 3: every step's
 #            loss agrees with the single-process full-batch run (relative 1e-5: only the
@@ -20,12 +20,18 @@
 #   trunc16  the linear job with --transfer-compress trunc16: half the bytes per step (28
 #            against 56, hand-derived), the reported largest relative error in (0, 2^-7), and
 #            the losses within 5% of the uncompressed run's, still converging
+#   dp_tf    --data-parallel for a TensorFlow training graph with its own optimizer op (ML.NET's
+#            mnist_lr SavedModel from MODELS_DIR, --train-op SGDOptimizer): 8 rows per replica
+#            under mpirun -np 2 against the same graph with 16 rows in one process on the same
+#            batches: losses and final variables agree (relative 1e-5), the loss falls; SKIP
+#            when the corpus is absent
 #   errors   --replicas without --cluster, an unknown job, a batch that does not split
 # Exit 77 (SKIP) without mpirun/mpicc or an MPI build (not for errors).
 set -u
 tfcc=$1
 data=$2
 case_=$3
+models=${4:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -52,6 +58,8 @@ if [ "$case_" = errors ]; then
     check_err 2 "error: --transfer-compress 'fp8': expected none or trunc16" "$lin" $lopts --cluster ps=1,worker=2 \
         --transfer-compress fp8
     check_err 2 "error: --transfer-compress needs --cluster" "$lin" $lopts --transfer-compress trunc16
+    check_err 2 "error: --data-parallel needs --loss/--optimizer" "$lin" --feed x --feed y --fetch loss \
+        --data-parallel
     echo "--replicas errors ok"
     exit 0
 fi
@@ -190,6 +198,50 @@ if worst > 0.05 or not b[60] < 1e-3 * b[1]:
 print("trunc16: steps 1-10 within %.3g of the uncompressed losses; loss %g -> %g" % (worst, b[1], b[60]))
 PY
     echo "trunc16 ok: $line"
+    exit 0
+fi
+
+if [ "$case_" = dp_tf ]; then
+    sm="$models/github-mlnet-testdata/mnist_lr_model/saved_model.pb"
+    [ -f "$sm" ] || { echo "SKIP: $sm not found"; exit 77; }
+    # one-hot "images": class c lights pixels 70c..70c+69 (plus noise), labels one-hot; 4 batches of 8
+    python3 - "$work" <<'PY' || fail "cannot write the batches"
+import struct, sys
+d = sys.argv[1]
+def npy(path, shape, vals):
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join("%d, " % x for x in shape)
+    h += " " * (63 - (10 + len(h)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
+        f.write(struct.pack("<%df" % len(vals), *vals))
+seed = 99
+def rnd():
+    global seed
+    seed = (seed * 1103515245 + 12345) % 2**31
+    return seed / 2**31
+x, y = [], []
+for i in range(32):
+    c = (i * 7 + 3) % 10
+    x += [(1.0 if 70 * c <= p < 70 * c + 70 else 0.0) + 0.1 * rnd() for p in range(784)]
+    y += [1.0 if k == c else 0.0 for k in range(10)]
+npy(d + "/f.npy", (32, 784), x)
+npy(d + "/l.npy", (32, 10), y)
+PY
+    common="--train-op SGDOptimizer --fetch Loss"
+    "$tfcc" compile "$sm" --feed Features:0:16x784 --feed Label:0:16x10 $common -o "$work/t1" >/dev/null \
+        2>"$work/err" || fail "single-process compile: $(cat "$work/err")"
+    compile_mpi "$work/t2" "$sm" --feed Features:0:8x784 --feed Label:0:8x10 $common --data-parallel
+    feeds="--feed Features:0=$work/f.npy --feed Label:0=$work/l.npy"
+    "$work/t1" $feeds --steps 30 --log-every 1 --save "$work/c1/m" --out-dir "$work/o1" >"$work/out1" \
+        || fail "single-process training"
+    $mpirun -np 2 "$work/t2" $feeds --steps 30 --log-every 1 --save "$work/c2/m" --out-dir "$work/o2" \
+        >"$work/out2" 2>"$work/err" || fail "mpirun -np 2: $(cat "$work/err")"
+    sed -i 's/ Loss:0=/ loss=/; s/ Loss=/ loss=/' "$work/out1" "$work/out2"
+    compare_losses "$work/out1" "$work/out2" 1e-5 || fail "losses: $(cat "$work/out2")"
+    read -r first last <"$work/out1.range"
+    python3 -c "import sys; sys.exit(0 if $last < 0.5 * $first else 1)" || fail "no convergence: $first -> $last"
+    compare_ckpt "$work/c1/m-30" "$work/c2/m-30" 1e-5 || fail "final variables differ"
+    echo "data-parallel TF graph (mnist_lr, SGDOptimizer) ok"
     exit 0
 fi
 
