@@ -190,9 +190,10 @@ static void usage(FILE *f)
             "  --transfer-compress none|trunc16\n"
             "                      with --cluster: float32 tensors cross tasks as their upper 16\n"
             "                      bits (truncated mantissa; the run reports the largest error)\n"
-            "  --data-parallel     with --loss: an SPMD executable for mpirun -np N (any N): every\n"
-            "                      rank runs the whole step on its own batch, gradients and the\n"
-            "                      loss are averaged with MPI_Allreduce (docs/distributed.md)\n");
+            "  --data-parallel     with --loss or --train-op: an SPMD executable for mpirun -np N\n"
+            "                      (any N): every rank runs the whole step on its own batch,\n"
+            "                      gradients and the loss are averaged with MPI_Allreduce\n"
+            "                      (docs/distributed.md)\n");
 }
 
 /* ---- argument parsing ---------------------------------------------------- */
