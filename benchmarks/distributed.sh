@@ -28,9 +28,11 @@ trap 'rm -rf "$work"' EXIT
 mpirun="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
 
 # the model (pseudo-random weights) and 4 batches of 64 rows (x in [-1, 1), one-hot labels)
-python3 - "$work" <<'PY'
-import random, struct, sys
+python3 - "$work" "$root/tools" <<'PY'
+import random, sys
 d = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from npyw import npy
 random.seed(3)
 def const(name, dims, scale):
     n = 1
@@ -56,12 +58,6 @@ s += ('node { name: "ax" op: "Const" attr { key: "dtype" value { type: DT_INT32 
       'tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 0 } } } }\n')
 s += op("loss", "Mean", ["xent", "ax"], ' attr { key: "Tidx" value { type: DT_INT32 } }')
 open(d + "/mlp.pbtxt", "w").write(s)
-def npy(path, shape, vals):
-    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join("%d, " % x for x in shape)
-    h += " " * (63 - (10 + len(h)) % 64) + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
-        f.write(struct.pack("<%df" % len(vals), *vals))
 x = [random.uniform(-1, 1) for _ in range(256 * 784)]
 y = []
 for i in range(256):

@@ -27,7 +27,7 @@ case_=$3
 model=$data/cluster.pbtxt
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/common.sh"
 
 if [ "$case_" = spec ]; then
     check_spec() { # SPEC EXPECTED-TEXT
@@ -81,41 +81,21 @@ if [ "$case_" = dp ]; then # compile errors (no MPI needed)
         --data-parallel --train-op loss
 fi
 
-command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 77; }
-command -v mpicc >/dev/null 2>&1 || { echo "SKIP: mpicc not found"; exit 77; }
-# compile_mpi OUT ARGS...: a compile that links MPI; SKIP when this tfcc was built without it
-compile_mpi() {
-    out=$1
-    shift
-    "$tfcc" compile "$@" -o "$out" >/dev/null 2>"$work/cerr" && return 0
-    grep -q "this tfcc was built without MPI" "$work/cerr" && { cat "$work/cerr"; echo "SKIP: no MPI build"; exit 77; }
-    fail "compile $*: $(cat "$work/cerr")"
-}
-# Open MPI's own allocations outlive MPI_Finalize: under `make test-asan` (the executables
-# link the sanitized runtime) LeakSanitizer would report them, so leak checking is off for
-# the MPI processes (AddressSanitizer and UBSan still run).
-mpirun="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
---mca oob_tcp_if_include lo"
+require_mpi
 
 # x = [[1, -2, 0.5], [3, -1.5, 2]] (float32 .npy, written with the standard library)
-python3 - "$work/x.npy" <<'PY' || fail "cannot write x.npy"
-import struct, sys
-h = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
-h += " " * (63 - (10 + len(h)) % 64) + "\n"
-with open(sys.argv[1], "wb") as f:
-    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
-    f.write(struct.pack("<6f", 1, -2, 0.5, 3, -1.5, 2))
+python3 - "$work/x.npy" "$npyw" <<'PY' || fail "cannot write x.npy"
+import sys
+sys.path.insert(0, sys.argv[2])
+from npyw import npy
+npy(sys.argv[1], (2, 3), [1, -2, 0.5, 3, -1.5, 2])
 PY
 if [ "$case_" = dp ]; then
     # x: 8 rows (k=4 batches of 2, or 2 of 4), y = a fixed linear map of x (float32 .npy)
-    python3 - "$work/dx.npy" "$work/dy.npy" <<'PY' || fail "cannot write the dp data"
-import struct, sys
-def w(p, shape, vals):
-    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % shape
-    h += " " * (63 - (10 + len(h)) % 64) + "\n"
-    with open(p, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
-        f.write(struct.pack("<%df" % len(vals), *vals))
+    python3 - "$work/dx.npy" "$work/dy.npy" "$npyw" <<'PY' || fail "cannot write the dp data"
+import sys
+sys.path.insert(0, sys.argv[3])
+from npyw import npy as w
 x = [((i * 7 + j * 3) % 11) / 4.0 - 1.25 for i in range(8) for j in range(3)]
 y = []
 for i in range(8):

@@ -34,7 +34,7 @@ case_=$3
 models=${4:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/common.sh"
 lin="$data/ps_linear.pbtxt"
 lopts="--feed x --feed y --trainable all --loss loss --optimizer sgd:lr=0.3"
 
@@ -64,35 +64,16 @@ if [ "$case_" = errors ]; then
     exit 0
 fi
 
-command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 77; }
-command -v mpicc >/dev/null 2>&1 || { echo "SKIP: mpicc not found"; exit 77; }
-compile_mpi() { # OUT ARGS...: a compile that links MPI; SKIP when this tfcc was built without it
-    out=$1
-    shift
-    "$tfcc" compile "$@" -o "$out" >/dev/null 2>"$work/cerr" && return 0
-    grep -q "this tfcc was built without MPI" "$work/cerr" && { cat "$work/cerr"; echo "SKIP: no MPI build"; exit 77; }
-    fail "compile $*: $(cat "$work/cerr")"
-}
-# leak checking off for MPI processes under make test-asan (Open MPI's allocations outlive
-# MPI_Finalize); loopback only (../shared/TOOLCHAIN.md)
-mpirun="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader,tcp --mca btl_tcp_if_include lo \
---mca oob_tcp_if_include lo"
+require_mpi
 
 # batches (float32 .npy, standard library only): pseudo-random x in [-1, 1); linear targets
-python3 - "$work" <<'PY' || fail "cannot write the batches"
-import struct, sys
+python3 - "$work" "$npyw" <<'PY' || fail "cannot write the batches"
+import sys
 d = sys.argv[1]
-def npy(path, shape, vals):
-    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join("%d, " % s for s in shape)
-    h += " " * (63 - (10 + len(h)) % 64) + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
-        f.write(struct.pack("<%df" % len(vals), *vals))
-seed = 12345
-def rnd():
-    global seed
-    seed = (seed * 1103515245 + 12345) % 2**31
-    return seed / 2**30 - 1.0
+sys.path.insert(0, sys.argv[2])
+from npyw import npy, lcg
+u = lcg(12345)
+rnd = lambda: u() - 1.0  # in [-1, 1)
 x = [rnd() for _ in range(32 * 3)]
 y = [x[3 * i] * 1 - 2 * x[3 * i + 1] + 0.5 * x[3 * i + 2] for i in range(32)]
 npy(d + "/x.npy", (32, 3), x)
@@ -205,20 +186,13 @@ if [ "$case_" = dp_tf ]; then
     sm="$models/github-mlnet-testdata/mnist_lr_model/saved_model.pb"
     [ -f "$sm" ] || { echo "SKIP: $sm not found"; exit 77; }
     # one-hot "images": class c lights pixels 70c..70c+69 (plus noise), labels one-hot; 4 batches of 8
-    python3 - "$work" <<'PY' || fail "cannot write the batches"
-import struct, sys
+    python3 - "$work" "$npyw" <<'PY' || fail "cannot write the batches"
+import sys
 d = sys.argv[1]
-def npy(path, shape, vals):
-    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join("%d, " % x for x in shape)
-    h += " " * (63 - (10 + len(h)) % 64) + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
-        f.write(struct.pack("<%df" % len(vals), *vals))
-seed = 99
-def rnd():
-    global seed
-    seed = (seed * 1103515245 + 12345) % 2**31
-    return seed / 2**31
+sys.path.insert(0, sys.argv[2])
+from npyw import npy, lcg
+u = lcg(99)
+rnd = lambda: u() / 2  # in [0, 1)
 x, y = [], []
 for i in range(32):
     c = (i * 7 + 3) % 10
