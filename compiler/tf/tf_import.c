@@ -504,6 +504,7 @@ typedef struct Importer {
     unsigned char *making;    /* initial value being computed (cycle guard) */
     void *ckpt;               /* tcrt_ckpt of o->checkpoint, or NULL */
     const char *ckpt_err;     /* why o->checkpoint did not open (reported when a variable needs it) */
+    struct ElemHints *hints;  /* element shapes learnt by earlier attempts (tf_state_elem_hint) */
     IMap assign_of;           /* VARIABLE node id -> assigns[] */
     IrNode **assigns;         /* the ASSIGN ... */
     int *assign_tf;           /* ... and the TF node that made it */
@@ -2086,6 +2087,7 @@ static bool ctx_param(Importer *im, Ctx *c, int idx, IrValue *v)
         IrValue a = ir_add_feed(c->g, name, ir_value_type(c->caps->v[c->n_params]), im->st);
         if (!a.node)
             return false;
+        tf_mark_pending_param(a, c->caps->v[c->n_params]);
         if (!vgrow(&im->scratch, (void **)&c->params, &c->cap_params, c->n_params + 1, sizeof(IrValue)))
             return nomem(im);
         c->params[c->n_params++] = a;
@@ -2880,6 +2882,52 @@ static void read_after_assign(Importer *im, const NodeInfo *a, IrValue *in)
     }
 }
 
+/* ---- element shapes learnt for pending arrays (tf_int.h) ---- */
+
+#define TF_MAX_ELEM_HINTS 64
+typedef struct ElemHints {
+    int n;
+    bool grew;                    /* learnt something during the current attempt */
+    char name[TF_MAX_ELEM_HINTS][256];
+    IrShape elem[TF_MAX_ELEM_HINTS];
+} ElemHints;
+
+void tf_mark_pending_param(IrValue param, IrValue outer)
+{
+    const IrNode *o = outer.node;
+    if (!param.node || !o || !o->origin)
+        return;
+    bool pending = (o->op == OP_CONST && o->p.i[0] == TF_PENDING_MAGIC) ||
+                   (o->op == OP_ARG && o->origin_op && !strcmp(o->origin_op, TF_PENDING_ARRAY));
+    if (pending) {
+        param.node->origin = o->origin;
+        param.node->origin_op = TF_PENDING_ARRAY;
+    }
+}
+
+bool tf_state_elem_hint(const TfCtx *c, const char *creator, IrShape *elem)
+{
+    const ElemHints *h = c->state && c->state->im ? c->state->im->hints : NULL;
+    for (int i = 0; h && creator && i < h->n; i++)
+        if (!strcmp(h->name[i], creator)) {
+            *elem = h->elem[i];
+            return true;
+        }
+    return false;
+}
+
+void tf_state_elem_learn(const TfCtx *c, const char *creator, const IrShape *elem)
+{
+    ElemHints *h = c->state && c->state->im ? c->state->im->hints : NULL;
+    IrShape known;
+    if (!h || !creator || strlen(creator) >= sizeof h->name[0] || h->n >= TF_MAX_ELEM_HINTS ||
+        tf_state_elem_hint(c, creator, &known))
+        return;
+    snprintf(h->name[h->n], sizeof h->name[h->n], "%s", creator);
+    h->elem[h->n++] = *elem;
+    h->grew = true;
+}
+
 bool tf_state_data_parallel(const TfCtx *c)
 {
     return c->state && c->state->im && (c->state->im->o->flags & TF_IMPORT_DATA_PARALLEL);
@@ -3223,7 +3271,34 @@ static bool lower_graph(Importer *im)
     return true;
 }
 
+static IrGraph *import_once(const Tensorflow__GraphDef *gd, const TfImportOptions *o, ElemHints *hints,
+                            Status *st);
+
+/* Imports again while an attempt learnt an element shape for an array that
+ * a loop or conditional writes (tf_int.h, TF_PENDING_ARRAY): each attempt
+ * resolves at least one more array, so this ends. */
 IrGraph *tf_import(const Tensorflow__GraphDef *gd, const TfImportOptions *o, Status *st)
+{
+    ElemHints *hints = calloc(1, sizeof *hints);
+    if (!hints) {
+        st_errorf(st, ST_NOMEM, "out of memory");
+        return NULL;
+    }
+    IrGraph *g = NULL;
+    Status first = *st;
+    for (int attempt = 0; attempt <= TF_MAX_ELEM_HINTS; attempt++) {
+        hints->grew = false;
+        *st = first;
+        g = import_once(gd, o, hints, st);
+        if (g || !hints->grew)
+            break;
+    }
+    free(hints);
+    return g;
+}
+
+static IrGraph *import_once(const Tensorflow__GraphDef *gd, const TfImportOptions *o, ElemHints *hints,
+                            Status *st)
 {
     if (!st_ok(st))
         return NULL;
@@ -3240,6 +3315,7 @@ IrGraph *tf_import(const Tensorflow__GraphDef *gd, const TfImportOptions *o, Sta
     im.gd = gd;
     im.o = o;
     im.st = st;
+    im.hints = hints;
     im.g = ir_graph_new(NULL, st);
     if (!im.g)
         return NULL;

@@ -57,6 +57,19 @@ bool tf_state_variable(TfCtx *c, IrValue *out);
 /* tf_import.c: ASSIGN(var, value) made by c->nd, remembered so that a node
  * with a control dependency on c->nd reads the new value. */
 bool tf_state_assign(TfCtx *c, IrValue var, IrValue value, IrValue *out);
+/* Arrays created without an element shape (tf_ops_list.c "the pending
+ * convention") and written inside a loop or conditional: the region
+ * parameter carrying one is marked (origin = the creating TF node,
+ * origin_op = TF_PENDING_ARRAY, by tf_mark_pending_param); a write there
+ * records the element shape it needs (tf_state_elem_learn) and fails, and
+ * tf_import imports again, the creating op then making a buffer of the
+ * learnt element shape (tf_state_elem_hint).  Both are no-ops (false)
+ * outside an import. */
+#define TF_PENDING_ARRAY "(pending array)"
+#define TF_PENDING_MAGIC 0x70656e64 /* "pend": p.i[0] of tf_ops_list.c's pending marker */
+void tf_mark_pending_param(IrValue param, IrValue outer);
+bool tf_state_elem_hint(const TfCtx *c, const char *creator, IrShape *elem);
+void tf_state_elem_learn(const TfCtx *c, const char *creator, const IrShape *elem);
 /* tf_import.c: whether the import is for --data-parallel (optimizer ops
  * average their gradient input over the replicas). */
 bool tf_state_data_parallel(const TfCtx *c);

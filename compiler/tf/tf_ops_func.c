@@ -892,6 +892,7 @@ static bool build_region(TfCtx *c, FnEnv *env, const Tensorflow__NameAttrList *f
         params[i] = ir_add_feed(r, pn, ir_value_type(ops[i]), c->st);
         if (!params[i].node)
             return false;
+        tf_mark_pending_param(params[i], ops[i]);
     }
     int n_rets;
     if (!lower_fn(c, env, fd, b, nb, r, params, n_ops, rets, &n_rets))

@@ -44,9 +44,13 @@
  * zeros T[n, shape of the written element] and writes into that.  Ops that
  * only read it use their own element_shape attr/input when it is known
  * (zeros, as TensorFlow returns for unwritten list items), else fail.
- * Inside a loop or conditional this cannot work: the marker enters the
- * region as a parameter of type T[n, 0], and a region parameter's type is
- * fixed at entry; a write there is an error naming the node.
+ * Inside a loop or conditional the marker enters the region as a parameter
+ * of type T[n, 0] (a region parameter's type is fixed at entry), marked
+ * TF_PENDING_ARRAY with the creating node's name (tf_mark_pending_param): a
+ * write there records the element shape (tf_state_elem_learn) and fails,
+ * and tf_import imports again, array_new then making zeros of the learnt
+ * shape (tf_state_elem_hint).  A write into an unmarked [n, 0] parameter
+ * stays an error naming the node.
  *
  * NonMaxSuppression: max_output_size, iou_threshold, score_threshold and
  * soft_nms_sigma must be compile-time constants; soft NMS (sigma > 0) is
@@ -69,7 +73,7 @@
 
 #include "compiler/tf/tf_int.h"
 
-#define PENDING_MAGIC 0x70656e64        /* "pend": p.i[0] of a pending marker */
+#define PENDING_MAGIC TF_PENDING_MAGIC /* "pend": p.i[0] of a pending marker (tf_int.h) */
 #define ZERO_CONST_MAX ((int64_t)65536) /* bigger zero buffers are broadcast at run time */
 #define MAX_RUNTIME_SCATTER 4096        /* rows of a scatter with run-time indices */
 
@@ -314,6 +318,11 @@ static IrValue array_new(TfCtx *c, tcrt_dtype dt, int64_t size, const IrShape *e
     char a[128];
     if (size < 0)
         return fail(c, "array size %lld is negative", (long long)size);
+    IrShape learnt;
+    if (!known && c->nd && c->nd->name && tf_state_elem_hint(c, c->nd->name, &learnt)) {
+        elem = &learnt; /* written inside a loop or conditional (an earlier import attempt) */
+        known = true;
+    }
     if (!known)
         return pending_new(c, dt, size);
     IrShape s;
@@ -399,6 +408,9 @@ static bool check_elem(TfCtx *c, IrValue buf, const IrShape *vs, tcrt_dtype dt)
     IrShape e = elem_of(buf);
     if (ir_shape_eq(&e, vs))
         return true;
+    if (e.rank == 1 && e.dims[0] == 0 && buf.node->op == OP_ARG && c->g->parent &&
+        buf.node->origin_op && !strcmp(buf.node->origin_op, TF_PENDING_ARRAY))
+        tf_state_elem_learn(c, buf.node->origin, vs); /* the next import attempt creates it so */
     if (e.rank == 1 && e.dims[0] == 0 && buf.node->op == OP_ARG && c->g->parent)
         return tf_errorf(c,
                          "cannot write a %s element here: the array's element shape was not known where it "

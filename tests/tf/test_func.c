@@ -473,6 +473,17 @@ START_TEST(test_while_list_run)
 }
 END_TEST
 
+START_TEST(test_while_list_unknown_elem_run)
+{
+    /* the list's element shape is known only from the write in the loop body */
+    const char *e = exe("fn_list_unk");
+    compile("func_while_list_unk.pbtxt", e, (const char *[]){"x", NULL}, (const char *[]){"out", NULL});
+    write_npy2("x", 3, 2, (const float[]){1, 2, 3, 4, 5, 6});
+    run(e, (const char *[]){"x", NULL});
+    result("out", 6, (const double[]){2, 4, 6, 8, 10, 12}); /* 2 x */
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -501,6 +512,7 @@ int main(int argc, char **argv)
     tcase_add_test(tn, test_case_run);
     tcase_add_test(tn, test_while_run);
     tcase_add_test(tn, test_while_list_run);
+    tcase_add_test(tn, test_while_list_unknown_elem_run);
     suite_add_tcase(s, tn);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
