@@ -79,13 +79,15 @@ feeds="--feed x=$work/x.npy --feed y=$work/y.npy"
     --data-parallel -o "$work/dp2" >/dev/null 2>"$work/dp.err" || { cat "$work/dp.err"; exit 1; }
 
 # name|ranks|command
+# (MPI ranks run 1 thread each: 2 ranks fill the 2 cores; the single process is timed with 1 and 2)
 configs=(
-    "single process|1|$work/single"
-    "ps=1,worker=1|2|$mpirun -np 2 $work/ps1"
-    "ps=1,worker=1 trunc16|2|$mpirun -np 2 $work/ps1t"
-    "ps=1,worker=2|3|$mpirun -np 3 $work/ps2"
-    "ps=1,worker=2 trunc16|3|$mpirun -np 3 $work/ps2t"
-    "data-parallel -np 2|2|$mpirun -np 2 $work/dp2"
+    "single process, 1 thread|1|$work/single --threads 1"
+    "single process, 2 threads|1|$work/single --threads 2"
+    "ps=1,worker=1|2|$mpirun -np 2 $work/ps1 --threads 1"
+    "ps=1,worker=1 trunc16|2|$mpirun -np 2 $work/ps1t --threads 1"
+    "ps=1,worker=2|3|$mpirun -np 3 $work/ps2 --threads 1"
+    "ps=1,worker=2 trunc16|3|$mpirun -np 3 $work/ps2t --threads 1"
+    "data-parallel -np 2|2|$mpirun -np 2 $work/dp2 --threads 1"
 )
 load=$(cut -d' ' -f1 /proc/loadavg)
 for r in $(seq "$rounds"); do
@@ -123,9 +125,10 @@ sec = ["<!-- distributed:begin -->", "## Distributed training (issue 9)", "",
        "Model: an MLP 784-256-256-10 with softmax cross entropy (269k float32 parameters, 1.03 MiB), SGD, a "
        "global batch of 64 rows per step in every configuration (PS: 64/W rows per worker; data-parallel: 32 "
        "rows per rank).  %d steps per run, %d interleaved rounds, median of rank 0's `ms_per_step` (the run "
-       "function only; rank 0 is the ps task or replica 0 and waits for every worker).  Bytes: payload every "
+       "function only; rank 0 is the ps task or replica 0 and waits for every worker); every MPI rank runs 1 "
+       "thread (`--threads 1`).  Bytes: payload every "
        "rank sent per step, counted by the runtime (parameters to the workers and gradients and losses back for "
-       "PS; each rank's allreduce contribution for data-parallel).  Ratio: step time / the single process's." %
+       "PS; each rank's allreduce contribution for data-parallel).  Ratio: step time / the 1-thread single process's." %
        (steps, rounds), "",
        "| configuration | ranks | ms/step | vs 1 rank | bytes/step | trunc16 max rel. error | loss after %d steps |" % steps,
        "|---|---:|---:|---:|---:|---:|---:|"] + rows + ["",

@@ -2,7 +2,7 @@
  * runtime's fast kernels against the machine's FMA peak (not a test; built
  * by meson as build/benchmarks/sgemm, run by hand).
  *
- *   sgemm [--isa portable|avx2|avx512] [--sizes 512,1024,2048] [--reps N]
+ *   sgemm [--isa portable|avx2|avx512] [--impl new|old] [--sizes 512,1024,2048] [--reps N]
  *
  * Peak: a register-only loop of 16 independent FMA chains (vector width of
  * the best ISA the CPU has, 1 thread) = what one core can issue.  GEMM:
@@ -184,6 +184,8 @@ int main(int argc, char **argv)
                                                                : TCRT_ISA_PORTABLE);
         else if (!strcmp(argv[i], "--sizes"))
             sizes = argv[i + 1];
+        else if (!strcmp(argv[i], "--impl")) /* new: the AVX-512 packed GEMM where it applies; old: without it */
+            tcrt_sgemm_enable(strcmp(argv[i + 1], "old") != 0);
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
     }

@@ -36,6 +36,10 @@ const char *cg_kernel_name(const IrNode *n)
         return "tcrt_fast_reduce_sum";
     case OP_REDUCE_MAX:
         return "tcrt_fast_reduce_max";
+    case OP_PAD:
+        return "tcrt_fast_pad";
+    case OP_RESIZE:
+        return "tcrt_fast_resize";
     default:
         return fn;
     }

@@ -18,6 +18,13 @@
  *       [0,6] = min(max(x, 0), 6)); the leaky-relu selects of the frontends,
  *       select(lt(v,0), mul(v,a), v) (ONNX) and select(gt(v,0), v, mul(v,a))
  *       (TF), whose three nodes are v's only consumers -> TCRT_ACT_LEAKY.
+ * Also, for every f32 CONV2D c whose input x is pad(z) with constant 0
+ * (mode constant, +0.0) on the H and W dims only (NHWC), and whose pads
+ * added to c's stay below the kernel's extent (the windows a TF 'SAME'
+ * conv has): c reads z with the pads added to its own (Keras
+ * ZeroPadding2D + a VALID conv; the pad's copy of the whole tensor goes:
+ * the pad dies with its last user).  Same device, no control
+ * deps on the pad.
  * The bias and weight rewrites need act NONE (they come before the
  * activation) and no residual for mul.  Every rewrite builds a new
  * contraction node with ir_emit (origin and control deps of c kept; shape
@@ -370,6 +377,49 @@ static IrNode *fuse_leaky(IrGraph *g, PassCtx *cx, const Contr *k)
     return r;
 }
 
+/* conv2d(pad(z), w, ...) with a zero spatial pad -> conv2d(z, w, ...) with
+ * the pad's amounts added to the conv's (see the file comment). */
+static IrNode *fuse_pad(IrGraph *g, PassCtx *cx, IrNode *c)
+{
+    if (c->op != OP_CONV2D || c->n_outputs != 1 || c->n_inputs < 2 || c->out[0].type.dtype != TCRT_F32)
+        return NULL;
+    IrNode *pd = c->inputs[0].node;
+    if (!pd || pd->dead || pd->op != OP_PAD || c->inputs[0].index != 0 || pd->n_ctrl || pd->device != c->device ||
+        pd->n_inputs != 1)
+        return NULL;
+    const IrType *zt = ir_value_type(pd->inputs[0]), *wt = ir_value_type(c->inputs[1]);
+    if (zt->dtype != TCRT_F32 || zt->shape.rank != 4 || pd->out[0].type.shape.rank != 4)
+        return NULL;
+    if (pd->p.i[TCRT_PAD_MODE] != 0 || pd->p.f[0] != 0.0 || signbit(pd->p.f[0]))
+        return NULL;
+    if (pd->p.i[0] || pd->p.i[1] || pd->p.i[6] || pd->p.i[7])
+        return NULL; /* batch or channels padded */
+    /* kernel extent from the weights: HWIO / depthwise [KH,KW,C,M], or packed [B,KH,KW,Cin,16] */
+    int kd = wt->shape.rank == 5 ? 1 : 0;
+    if (wt->shape.rank < 4)
+        return NULL;
+    int64_t ext_h = (wt->shape.dims[kd] - 1) * c->p.i[TCRT_CONV_DH] + 1;
+    int64_t ext_w = (wt->shape.dims[kd + 1] - 1) * c->p.i[TCRT_CONV_DW] + 1;
+    IrParams p = c->p;
+    p.i[TCRT_CONV_PT] += pd->p.i[2], p.i[TCRT_CONV_PB] += pd->p.i[3];
+    p.i[TCRT_CONV_PL] += pd->p.i[4], p.i[TCRT_CONV_PR] += pd->p.i[5];
+    if (p.i[TCRT_CONV_PT] >= ext_h || p.i[TCRT_CONV_PB] >= ext_h || p.i[TCRT_CONV_PL] >= ext_w ||
+        p.i[TCRT_CONV_PR] >= ext_w)
+        return NULL;
+    Contr k;
+    if (!contraction(c, &k))
+        return NULL;
+    IrNode *only;
+    bool last_user = users(g, pd, &only) == 1 && only == c;
+    IrValue in[4];
+    copy_inputs(c, in);
+    in[0] = pd->inputs[0];
+    IrNode *r = rebuild(g, &k, in, c->n_inputs, &p, c, cx->st);
+    if (r && last_user)
+        pd->dead = true; /* no dce after this pass */
+    return r;
+}
+
 static IrNode *fuse_one(IrGraph *g, PassCtx *cx, IrNode *n)
 {
     Contr k;
@@ -402,7 +452,7 @@ PassResult pass_fuse(IrGraph *g, PassCtx *cx)
     /* g->n_nodes grows as rebuilt nodes are appended: they are visited too. */
     for (int i = 0; i < g->n_nodes && st_ok(cx->st); i++) {
         IrNode *n = g->nodes[i];
-        if (!n->dead && fuse_one(g, cx, n))
+        if (!n->dead && (fuse_pad(g, cx, n) || fuse_one(g, cx, n)))
             changed = true;
     }
     g->fold_on_build = fold;

@@ -184,6 +184,12 @@ tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_ten
  * global pooling; fast_reduce.c); anything else goes to the reference. */
 tcrt_status tcrt_fast_reduce_sum(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_fast_reduce_max(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+/* Float32 constant-mode pad (row memcpy, bit-identical to the reference) and
+ * NHWC bilinear / nearest resize (fast_move.c; bilinear in float, the
+ * reference in double), threaded over rows; anything else goes to the
+ * reference. */
+tcrt_status tcrt_fast_pad(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_fast_resize(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 
 /* Packed convolution weights (TCRT_CONV_PACKED): HWIO w[KH,KW,Cin,Cout] ->
  * packed[ceil(Cout/TCRT_PACK_NR)][KH][KW][Cin][TCRT_PACK_NR], output channels

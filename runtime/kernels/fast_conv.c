@@ -27,6 +27,12 @@
  * The chunk count aims at >= 8 tasks per thread (tcrt_parallel_tasks hands
  * them out dynamically) without tasks under ~64K multiply-adds; a 7x7 1x1
  * conv still splits over its Cout blocks.
+ * Small outputs take direct loops instead (no workspace used): "narrow"
+ * (Cout <= 2, Cin >= 8: per output channel, dot products vectorized over
+ * Cin) and "thin" (Cout <= 8, taps*Cin <= 64: an 8-lane accumulator over
+ * Cout fed by broadcast inputs), four pixels at a time inside the input;
+ * there the 16-wide panel would be mostly zeros or the per-tile set-up would
+ * cost more than the FMAs (blazepose's 256x256 head: 3x3 8 -> 1, 1x1 8 -> 8).
  * Workspace (tcrt_pconv_workspace): the zero vector (Cin floats) and, per
  * thread up to TCRT_MAX_THREADS, one tile's pointers (TCRT_KERN_MAX_MR x
  * taps); remainders need none (masked stores, repeated row pointers).
@@ -448,12 +454,338 @@ static void conv_task(void *ctx, int64_t task, int tid)
     }
 }
 
+/* ---- narrow convolution: Cout <= NARROW_COUT ---- */
+
+/* A packed conv with one or two output channels wastes most of a 16-wide
+ * panel (a segmentation head's 3x3 conv to Cout 1 runs at 1/16 of the
+ * kernel's rate), so it takes a direct loop instead: per output pixel and
+ * channel, the dot product of the window with the weights, vectorized over
+ * Cin (8 lanes) and four pixels at a time where every tap lies inside the
+ * input.  The weights are copied out of the packed panel, channel-major,
+ * into a stack array first.  Cin below one vector stays on the packed
+ * kernel (or the thin loop below).  Measured against the packed kernel
+ * (one thread): 3x3 8 -> 1 at 256x256 3.1 -> 0.48 ms, 1x1 64 -> 2 at 64x64
+ * 0.082 -> 0.051 ms; with 4 output channels the per-channel passes lose
+ * (1x1 8 -> 4 at 64x64: 0.032 -> 0.068 ms), hence Cout <= 2. */
+enum { NARROW_COUT = 2, NARROW_MIN_CIN = 8, NARROW_MAX_W = 4096 };
+#define NV 8
+typedef float nvf __attribute__((vector_size(NV * sizeof(float))));
+
+typedef struct Narrow {
+    const PConv *g;
+    const float *wt;          /* [O][KH*KW*C] (narrow) */
+    float bias8[8];           /* the bias, zeros past Cout or without one (thin) */
+    int64_t per_task, n_rows; /* output rows (n, oh) */
+    int64_t ow_in0, ow_in1;   /* output columns whose taps all lie inside the input */
+} Narrow;
+
+static inline nvf nv_load(const float *p)
+{
+    nvf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline float nv_sum(nvf v)
+{
+    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
+/* Four output pixels ow .. ow+3 of row (n, oh) whose kw taps all lie inside
+ * the input, taps kh in [k0, k1); output channel j. */
+static void narrow_quad(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t j)
+{
+    const PConv *g = q->g;
+    const int64_t C = g->C, cv = C - C % NV, ps = g->sw * C;
+    const float *xn = g->x + n * g->H * g->W * C;
+    nvf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    float t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+    for (int64_t kh = k0; kh < k1; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        for (int64_t kw = 0; kw < g->KW; kw++) {
+            const float *wp = q->wt + (j * g->KH * g->KW + kh * g->KW + kw) * C;
+            const float *x0 = xn + (ih * g->W + ow * g->sw - g->pl + kw * g->dw) * C;
+            for (int64_t c = 0; c < cv; c += NV) {
+                nvf wv = nv_load(wp + c);
+                a0 += nv_load(x0 + c) * wv;
+                a1 += nv_load(x0 + ps + c) * wv;
+                a2 += nv_load(x0 + 2 * ps + c) * wv;
+                a3 += nv_load(x0 + 3 * ps + c) * wv;
+            }
+            for (int64_t c = cv; c < C; c++) {
+                t0 += x0[c] * wp[c];
+                t1 += x0[ps + c] * wp[c];
+                t2 += x0[2 * ps + c] * wp[c];
+                t3 += x0[3 * ps + c] * wp[c];
+            }
+        }
+    }
+    float v[4] = {nv_sum(a0) + t0, nv_sum(a1) + t1, nv_sum(a2) + t2, nv_sum(a3) + t3};
+    int64_t pix = (n * g->OH + oh) * g->OW + ow;
+    for (int r = 0; r < 4; r++) {
+        int64_t off = (pix + r) * g->O + j;
+        float s = v[r] + (g->bias ? g->bias[j] : 0.0f);
+        if (g->res)
+            s += g->res[off];
+        g->y[off] = tcrt_kern_act(s, g->act, g->alpha);
+    }
+}
+
+/* One output pixel ow of row (n, oh), taps kh in [k0, k1), columns checked;
+ * output channel j. */
+static void narrow_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t j)
+{
+    const PConv *g = q->g;
+    const int64_t C = g->C, cv = C - C % NV;
+    const float *xn = g->x + n * g->H * g->W * C;
+    nvf a = {0};
+    float t = 0;
+    for (int64_t kh = k0; kh < k1; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        for (int64_t kw = 0; kw < g->KW; kw++) {
+            int64_t iw = ow * g->sw - g->pl + kw * g->dw;
+            if (iw < 0 || iw >= g->W)
+                continue;
+            const float *wp = q->wt + (j * g->KH * g->KW + kh * g->KW + kw) * C;
+            const float *xp = xn + (ih * g->W + iw) * C;
+            for (int64_t c = 0; c < cv; c += NV)
+                a += nv_load(xp + c) * nv_load(wp + c);
+            for (int64_t c = cv; c < C; c++)
+                t += xp[c] * wp[c];
+        }
+    }
+    int64_t off = ((n * g->OH + oh) * g->OW + ow) * g->O + j;
+    float s = nv_sum(a) + t + (g->bias ? g->bias[j] : 0.0f);
+    if (g->res)
+        s += g->res[off];
+    g->y[off] = tcrt_kern_act(s, g->act, g->alpha);
+}
+
+static void narrow_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    const Narrow *q = ctx;
+    const PConv *g = q->g;
+    int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
+    r1 = r1 > q->n_rows ? q->n_rows : r1;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / g->OH, oh = r % g->OH;
+        int64_t base = oh * g->sh - g->pt, k0 = 0, k1 = g->KH;
+        while (k0 < k1 && base + k0 * g->dh < 0)
+            k0++;
+        while (k1 > k0 && base + (k1 - 1) * g->dh >= g->H)
+            k1--;
+        for (int64_t j = 0; j < g->O; j++) {
+            int64_t ow = 0;
+            for (; ow < g->OW && ow < q->ow_in0; ow++)
+                narrow_one(q, n, oh, ow, k0, k1, j);
+            for (; ow + 4 <= q->ow_in1; ow += 4)
+                narrow_quad(q, n, oh, ow, k0, k1, j);
+            for (; ow < g->OW; ow++)
+                narrow_one(q, n, oh, ow, k0, k1, j);
+        }
+    }
+}
+
+/* Whether g takes the narrow path (shapes only). */
+static bool narrow_applies(const PConv *g)
+{
+    return g->O <= NARROW_COUT && g->C >= NARROW_MIN_CIN && g->O * g->KH * g->KW * g->C <= NARROW_MAX_W;
+}
+
+static void thin_task(void *ctx, int64_t task, int tid);
+
+/* The narrow (thin false) or thin direct loop over the output rows. */
+static void direct_run(const PConv *g, bool thin)
+{
+    float wt[NARROW_MAX_W];
+    int64_t tc = g->KH * g->KW * g->C;
+    if (!thin)
+        for (int64_t j = 0; j < g->O; j++)
+            for (int64_t k = 0; k < tc; k++)
+                wt[j * tc + k] = g->w[k * TCRT_PACK_NR + j];
+    Narrow q = {.g = g, .wt = wt, .n_rows = g->N * g->OH};
+    for (int64_t j = 0; j < g->O && j < 8; j++)
+        q.bias8[j] = g->bias ? g->bias[j] : 0.0f;
+    int64_t span = (g->KW - 1) * g->dw;
+    q.ow_in0 = div_up(g->pl, g->sw);
+    q.ow_in1 = g->W - 1 - span + g->pl < 0 ? 0 : (g->W - 1 - span + g->pl) / g->sw + 1;
+    q.ow_in1 = q.ow_in1 > g->OW ? g->OW : q.ow_in1;
+    q.ow_in1 = q.ow_in1 < q.ow_in0 ? q.ow_in0 : q.ow_in1;
+    int64_t macs = q.n_rows * g->OW * g->O * tc, nth = team();
+    int64_t n = macs < 2 * MIN_TASK_MACS || nth <= 1 ? 1 : (int64_t)TASKS_PER_THREAD * nth;
+    n = n > q.n_rows ? q.n_rows : n;
+    q.per_task = div_up(q.n_rows, n);
+    tcrt_parallel_tasks(div_up(q.n_rows, q.per_task), thin ? thin_task : narrow_task, &q);
+}
+
+/* ---- thin convolution: Cout <= 8 with a short reduction ---- */
+
+/* A packed conv whose reduction taps*Cin is short (a 1x1 conv from 8
+ * channels to 8) spends its time on the per-tile set-up of the indirect
+ * GEMM, not on FMAs, so such a conv with at most 8 output channels takes a
+ * direct loop too: per output pixel one 8-lane accumulator over the output
+ * channels, each input value broadcast against the packed weight row (the
+ * panel's layout [KH][KW][Cin][16] is read as is), four pixels at a time
+ * where every tap lies inside the input.  It sums in the packed kernel's
+ * order (taps, then Cin, one FMA each).  Measured (one thread, against the
+ * packed kernel): 1x1 8 -> 8 with residual at 256x256 0.58 -> 0.35-0.42 ms,
+ * 1x1 16 -> 8 at 128x128 0.154 -> 0.118 ms, 3x3 3 -> 6 at 64x64 0.084 ->
+ * 0.062 ms; 1x1 64 -> 8 ties (hence taps*Cin <= 64), and two accumulators
+ * (Cout 9..16) lose (1x1 8 -> 12 at 64x64: 0.035 -> 0.049 ms). */
+enum { THIN_COUT = 8, THIN_MAX_K = 64 };
+
+static bool thin_applies(const PConv *g)
+{
+    return g->O <= THIN_COUT && g->KH * g->KW * g->C <= THIN_MAX_K;
+}
+
+static inline nvf nv_splat(float s)
+{
+    return (nvf){s, s, s, s, s, s, s, s};
+}
+
+typedef int32_t nvi __attribute__((vector_size(NV * sizeof(int32_t))));
+
+/* Lanes of a where m is set, else b. */
+static inline nvf nv_blend(nvi m, nvf a, nvf b)
+{
+    return (nvf)(((nvi)a & m) | ((nvi)b & ~m));
+}
+
+/* tcrt_kern_act lane by lane (the same compares, so NaN too). */
+static inline nvf nv_act(nvf v, int act, float alpha)
+{
+    nvf z = nv_splat(0);
+    switch (act) {
+    case TCRT_ACT_RELU:
+        return nv_blend(v > z, v, z);
+    case TCRT_ACT_RELU6: {
+        nvf six = nv_splat(6);
+        return nv_blend(v < z, z, nv_blend(v > six, six, v));
+    }
+    case TCRT_ACT_LEAKY:
+        return nv_blend(v < z, v * nv_splat(alpha), v);
+    default:
+        return v;
+    }
+}
+
+/* Epilogue of one pixel: y[0..O) = act(acc + bias + res), res optional;
+ * lanes past O are never stored.  rem: pixels from this one to the end of
+ * its output row (the task's), so a residual vector that runs past O stays
+ * in the row (its extra lanes are dropped). */
+static inline void thin_store(const Narrow *q, int64_t pix, int64_t rem, nvf a)
+{
+    const PConv *g = q->g;
+    const int64_t O = g->O;
+    float *y = g->y + pix * O;
+    const float *r = g->res ? g->res + pix * O : NULL;
+    a += nv_load(q->bias8);
+    if (r && rem * O >= NV) {
+        a += nv_load(r);
+    } else if (r) {
+        float t[NV] = {0};
+        for (int64_t j = 0; j < O; j++)
+            t[j] = r[j];
+        a += nv_load(t);
+    }
+    a = nv_act(a, g->act, g->alpha);
+    if (O == NV) {
+        memcpy(y, &a, sizeof a);
+        return;
+    }
+    float v[NV];
+    memcpy(v, &a, sizeof v);
+    for (int64_t j = 0; j < O; j++)
+        y[j] = v[j];
+}
+
+/* Four output pixels ow .. ow+3 of row (n, oh) whose kw taps all lie inside
+ * the input, taps kh in [k0, k1). */
+static void thin_quad(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1)
+{
+    const PConv *g = q->g;
+    const int64_t C = g->C, ps = g->sw * C;
+    const float *xn = g->x + n * g->H * g->W * C;
+    nvf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (int64_t kh = k0; kh < k1; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        for (int64_t kw = 0; kw < g->KW; kw++) {
+            const float *w = g->w + (kh * g->KW + kw) * C * TCRT_PACK_NR;
+            const float *x0 = xn + (ih * g->W + ow * g->sw - g->pl + kw * g->dw) * C, *x1 = x0 + ps,
+                        *x2 = x1 + ps, *x3 = x2 + ps;
+            for (int64_t c = 0; c < C; c++) {
+                nvf wv = nv_load(w + c * TCRT_PACK_NR);
+                a0 += nv_splat(x0[c]) * wv;
+                a1 += nv_splat(x1[c]) * wv;
+                a2 += nv_splat(x2[c]) * wv;
+                a3 += nv_splat(x3[c]) * wv;
+            }
+        }
+    }
+    int64_t pix = (n * g->OH + oh) * g->OW + ow, rem = g->OW - ow;
+    thin_store(q, pix, rem, a0);
+    thin_store(q, pix + 1, rem - 1, a1);
+    thin_store(q, pix + 2, rem - 2, a2);
+    thin_store(q, pix + 3, rem - 3, a3);
+}
+
+/* One output pixel ow of row (n, oh), taps kh in [k0, k1), columns checked. */
+static void thin_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1)
+{
+    const PConv *g = q->g;
+    const int64_t C = g->C;
+    const float *xn = g->x + n * g->H * g->W * C;
+    nvf a = {0};
+    for (int64_t kh = k0; kh < k1; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        for (int64_t kw = 0; kw < g->KW; kw++) {
+            int64_t iw = ow * g->sw - g->pl + kw * g->dw;
+            if (iw < 0 || iw >= g->W)
+                continue;
+            const float *w = g->w + (kh * g->KW + kw) * C * TCRT_PACK_NR, *xp = xn + (ih * g->W + iw) * C;
+            for (int64_t c = 0; c < C; c++)
+                a += nv_splat(xp[c]) * nv_load(w + c * TCRT_PACK_NR);
+        }
+    }
+    thin_store(q, (n * g->OH + oh) * g->OW + ow, g->OW - ow, a);
+}
+
+static void thin_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    const Narrow *q = ctx;
+    const PConv *g = q->g;
+    int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
+    r1 = r1 > q->n_rows ? q->n_rows : r1;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / g->OH, oh = r % g->OH;
+        int64_t base = oh * g->sh - g->pt, k0 = 0, k1 = g->KH;
+        while (k0 < k1 && base + k0 * g->dh < 0)
+            k0++;
+        while (k1 > k0 && base + (k1 - 1) * g->dh >= g->H)
+            k1--;
+        int64_t ow = 0;
+        for (; ow < g->OW && ow < q->ow_in0; ow++)
+            thin_one(q, n, oh, ow, k0, k1);
+        for (; ow + 4 <= q->ow_in1; ow += 4)
+            thin_quad(q, n, oh, ow, k0, k1);
+        for (; ow < g->OW; ow++)
+            thin_one(q, n, oh, ow, k0, k1);
+    }
+}
+
 tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
     PConv g;
     if (n_out < 1 || !pconv_geom(in, n_in, out, p, &g) || !g.x || !g.w || !g.y || (n_in >= 3 && !g.bias) ||
         (n_in == 4 && !g.res))
         return tcrt_ref_conv2d(in, n_in, out, n_out, p);
+    if (narrow_applies(&g) || thin_applies(&g)) {
+        direct_run(&g, !narrow_applies(&g));
+        return TCRT_OK;
+    }
     size_t need = pconv_ws_bytes(&g);
     if (n_out < 2 || !out[1].data ||
         (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < need)

@@ -127,6 +127,23 @@ size_t tcrt_kmm_workspace(int64_t M, int64_t N, int64_t K);
 void tcrt_kmm_run(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool tb, float *C,
                   const float *bias, int act, float alpha, void *ws);
 
+/* Large float32 GEMM (fast_sgemm_avx512.c, built only when runtime_isa
+ * allows AVX-512; call only when tcrt_kern_isa() is TCRT_ISA_AVX512):
+ * C[M,N] (row stride N) = act(op(A) op(B) + bias) with A [M,K] or, when ta,
+ * [K,M], B [K,N] or, when tb, [N,K]; nth: the team size whose pool runs it
+ * (1: the caller alone).  ws (ws_bytes long) holds the packed operands:
+ * tcrt_sgemm_workspace bytes run the preferred blocking (shapes only, no
+ * CPU query; 0 when a size overflows), less runs narrower N blocks, and a
+ * workspace too small for one micro-panel, or M, N or K < 1, returns false
+ * without touching C. */
+bool tcrt_sgemm_avx512(int64_t M, int64_t N, int64_t K, const float *A, bool ta, const float *B, bool tb,
+                       float *C, const float *bias, int act, float alpha, void *ws, size_t ws_bytes, int nth);
+size_t tcrt_sgemm_workspace(int64_t M, int64_t N, int64_t K);
+/* Tests and benchmarks/sgemm: 0 keeps tcrt_fast_matmul off this GEMM (the
+ * older Eigen / 6 x 64 paths run), 1 lets it run where it applies (the
+ * default); returns the previous setting (fast_eigen.cc). */
+int tcrt_sgemm_enable(int on);
+
 #ifdef __cplusplus
 }
 #endif

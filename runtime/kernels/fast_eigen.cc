@@ -45,6 +45,10 @@
 
 #include "tcrt_pool.h"
 
+#ifndef TCRT_ISA_MAX
+#define TCRT_ISA_MAX TCRT_ISA_PORTABLE
+#endif
+
 namespace
 {
 
@@ -61,6 +65,10 @@ constexpr int64_t kIm2colBytes = 2 << 20;    /* per-thread patch block, at most 
 constexpr int64_t kIm2colTotal = 8 << 20;    /* all threads' patch blocks, at most */
 constexpr int64_t kMinIm2colRows = 128;
 constexpr int64_t kSerialWork = 1 << 16;     /* multiply-adds below which one thread runs */
+/* AVX-512 packed GEMM: smallest M, N, K and multiply-adds it takes, and the
+ * multiply-adds below which it runs on one thread */
+constexpr int64_t kSgemmMinM = 16, kSgemmMinN = 32, kSgemmMinK = 16, kSgemmMinWork = 1 << 18;
+constexpr int64_t kSgemmSerialWork = 1 << 20;
 
 int64_t div_up(int64_t a, int64_t b)
 {
@@ -420,6 +428,24 @@ int mm_shape(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt
     return 1;
 }
 
+/* Whether the AVX-512 packed GEMM (fast_sgemm_avx512.c) takes a problem
+ * (measured against the paths below with benchmarks/sgemm-style timing):
+ * always for transposed operands (the Eigen path and the 6 x 64 packing
+ * of B^T are slower); otherwise when K is small, or when M wastes little of
+ * its 14-row tiles (<= 1/16) and N fills a few 32-column panels: small M
+ * or N with a long K runs faster on the 6 x 64 kernel of fast_conv.c. */
+int sgemm_on = 1; /* tcrt_sgemm_enable */
+
+bool sgemm_applies(const MM &mm)
+{
+    if (mm.M < kSgemmMinM || mm.N < kSgemmMinN || mm.K < kSgemmMinK || mm.M * mm.N * mm.K < kSgemmMinWork)
+        return false;
+    if (mm.ta || mm.tb || mm.K <= 128)
+        return true;
+    int64_t pad = div_up(mm.M, 14) * 14 - mm.M;
+    return mm.M >= 64 && mm.N >= 128 && pad * 16 <= mm.M;
+}
+
 /* ---- conv ---- */
 
 struct ConvGeom {
@@ -559,6 +585,13 @@ void im2col(const ConvGeom &g, const float *X, float *P, int64_t r0, int64_t nr)
 
 extern "C" {
 
+int tcrt_sgemm_enable(int on)
+{
+    int prev = sgemm_on;
+    sgemm_on = on;
+    return prev;
+}
+
 size_t tcrt_fast_matmul_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
 {
     MMShape s;
@@ -583,6 +616,25 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
         return tcrt_ref_matmul(in, n_in, out, n_out, p);
     if (tcrt_tensor_count(out) == 0)
         return TCRT_OK;
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX512
+    if (sgemm_on && sgemm_applies(s.mm) && tcrt_kern_isa() == TCRT_ISA_AVX512) {
+        /* the workspace (sized for the paths below) sets its N blocks;
+         * the first entry says whether it fits (every entry is alike) */
+        Batches bt = {&in[0], &in[1], out, (const float *)in[0].data, (const float *)in[1].data,
+                      (float *)out->data, s.n_batch};
+        int nth = s.mm.M * s.mm.N * s.mm.K < kSgemmSerialWork ? 1 : team_size();
+        bool done = true;
+        for (int64_t bi = 0; bi < s.n_batch && done; bi++) {
+            const float *A, *B;
+            float *C;
+            entry(bt, s.mm, bi, &A, &B, &C);
+            done = tcrt_sgemm_avx512(s.mm.M, s.mm.N, s.mm.K, A, s.mm.ta, B, s.mm.tb, C, s.mm.bias, (int)s.mm.act,
+                                     s.mm.alpha, n_out >= 2 ? out[1].data : nullptr, given_ws(out, n_out), nth);
+        }
+        if (done)
+            return TCRT_OK;
+    }
+#endif
     size_t kmm_need = tcrt_kmm_workspace(s.mm.M, s.mm.N, s.mm.K);
     if (!s.mm.ta && kmm_need > 0 && tcrt_kmm_applies(s.mm.M, s.mm.N, s.mm.K) &&
         given_ws(out, n_out) >= kmm_need) {

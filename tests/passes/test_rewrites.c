@@ -399,6 +399,91 @@ START_TEST(test_fuse_respects_users)
 }
 END_TEST
 
+/* conv2d(pad(x)) with a zero spatial pad: x 3x3 (1..9), weights all ones. */
+static IrGraph *pad_conv_graph(const char *pad_params, const char *pad_type, int k, const char *conv_params,
+                               const char *fetches, int out_hw)
+{
+    char h[160], text[4096];
+    float w[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    snprintf(text, sizeof text,
+             "graph \"m\"\nfeed \"x\" %%0\n%s"
+             "%%0 = arg() : f32[1,3,3,1]\n"
+             "%%1 = pad(%%0) %s : %s  # zp (Pad)\n"
+             "%%2 = const() : f32[%d,%d,1,1] = %s\n"
+             "%%3 = conv2d(%%1, %%2) %s : f32[1,%d,%d,1]  # conv (Conv2D)\n",
+             fetches, pad_params, pad_type, k, k, hexf(h, w, k * k), conv_params, out_hw, out_hw);
+    return parse(text);
+}
+
+static const float X9[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+
+START_TEST(test_fuse_pad_into_conv)
+{
+    /* pad 1 all round + 3x3 VALID = 3x3 SAME: y = sum of the 3x3 neighbourhood
+     * (zeros outside): 1+2+4+5 = 12, 1+..+6 = 21, 2+3+5+6 = 16, ... */
+    IrGraph *g = pad_conv_graph("{i=[0,0,1,1,1,1]}", "f32[1,5,5,1]", 3, "{i=[1,1,1,1,0,0,0,0,0,0]}",
+                                "fetch \"y\" %3\n", 3);
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_PAD), 0);
+    IrNode *c = fetched(g, 0);
+    ck_assert_int_eq(c->op, OP_CONV2D);
+    ck_assert_int_eq(c->inputs[0].node->op, OP_ARG);
+    ck_assert_str_eq(c->origin, "conv");
+    ck_assert(c->p.i[TCRT_CONV_PT] == 1 && c->p.i[TCRT_CONV_PL] == 1 && c->p.i[TCRT_CONV_PB] == 1 &&
+              c->p.i[TCRT_CONV_PR] == 1);
+    float y[9], want[9] = {12, 21, 16, 27, 45, 33, 24, 39, 28};
+    run_conv(c, X9, NULL, y);
+    assert_floats(y, want, 9, 0);
+    ir_graph_free(g);
+
+    /* asymmetric (H after 1, W before 1) on top of the conv's own pads (top 1,
+     * right 1) with a 2x2 window: padded grid rows [0 x0 x1 x2 0] framed by a
+     * zero row above and below; y[i][j] = sum of the 2x2 block at (i, j) */
+    g = pad_conv_graph("{i=[0,0,0,1,1,0]}", "f32[1,4,4,1]", 2, "{i=[1,1,1,1,1,0,0,1,0,0]}", "fetch \"y\" %3\n",
+                       4);
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_PAD), 0);
+    c = fetched(g, 0);
+    ck_assert(c->p.i[TCRT_CONV_PT] == 1 && c->p.i[TCRT_CONV_PL] == 1 && c->p.i[TCRT_CONV_PB] == 1 &&
+              c->p.i[TCRT_CONV_PR] == 1);
+    /* rows of the padded 5x5 grid: 0; 0 1 2 3 0; 0 4 5 6 0; 0 7 8 9 0; 0 */
+    float want2[16] = {1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9};
+    float y2[16];
+    ck_assert_int_eq(c->out[0].type.shape.dims[1], 4);
+    run_conv(c, X9, NULL, y2);
+    assert_floats(y2, want2, 16, 0);
+    ir_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_fuse_pad_kept)
+{
+    /* a non-zero constant, channel padding, a pad as wide as the window: no fold */
+    IrGraph *g = pad_conv_graph("{i=[0,0,1,1,1,1], f=[1]}", "f32[1,5,5,1]", 3, "{i=[1,1,1,1,0,0,0,0,0,0]}",
+                                "fetch \"y\" %3\n", 3);
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_SAME);
+    ir_graph_free(g);
+    g = parse("graph \"m\"\nfeed \"x\" %0\nfetch \"y\" %3\n"
+              "%0 = arg() : f32[1,3,3,1]\n"
+              "%1 = pad(%0) {i=[0,0,0,0,0,0,0,1]} : f32[1,3,3,2]\n"
+              "%2 = const() : f32[1,1,2,1] = hex:0000803f0000803f\n"
+              "%3 = conv2d(%1, %2) {i=[1,1,1,1,0,0,0,0,0,0]} : f32[1,3,3,1]\n");
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_SAME);
+    ir_graph_free(g);
+    g = pad_conv_graph("{i=[0,0,3,3,3,3]}", "f32[1,9,9,1]", 3, "{i=[3,3,1,1,0,0,0,0,0,0]}", "fetch \"y\" %3\n", 3);
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_SAME);
+    ir_graph_free(g);
+    /* the pad is fetched too: the conv reads x, the pad stays for its fetch */
+    g = pad_conv_graph("{i=[0,0,1,1,1,1]}", "f32[1,5,5,1]", 3, "{i=[1,1,1,1,0,0,0,0,0,0]}",
+                       "fetch \"y\" %3\nfetch \"p\" %1\n", 3);
+    ck_assert_int_eq(run_pass(g, pass_fuse), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_PAD), 1);
+    ck_assert_int_eq(fetched(g, 0)->inputs[0].node->op, OP_ARG);
+    ck_assert_int_eq(fetched(g, 1)->op, OP_PAD);
+    ir_graph_free(g);
+}
+END_TEST
+
 /* ---- pack ---- */
 
 static void check_pack(int kh, int cin, int cout, int pad)
@@ -600,6 +685,8 @@ static Suite *rewrites_suite(void)
     tcase_add_test(tc, test_fuse_residual_relu);
     tcase_add_test(tc, test_fuse_relu6_leaky);
     tcase_add_test(tc, test_fuse_respects_users);
+    tcase_add_test(tc, test_fuse_pad_into_conv);
+    tcase_add_test(tc, test_fuse_pad_kept);
     tcase_add_test(tc, test_pack_matches_unpacked);
     tcase_add_test(tc, test_pack_skips_depthwise);
     tcase_add_test(tc, test_conv_shape_rule_errors);

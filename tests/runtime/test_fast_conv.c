@@ -250,25 +250,117 @@ START_TEST(conv_random)
 }
 END_TEST
 
+/* fast_conv.c's direct loops (four pixels at a time inside the input, one
+ * at a time at the borders): narrow (Cout <= 2, Cin >= 8, vectors over Cin)
+ * and thin (Cout <= 8, taps*Cin <= 64, vectors over Cout); Cout 3 and 4
+ * with Cin >= 8 also run (thin or the packed kernel).  Fixed cases
+ * (a segmentation head 3x3 to Cout 1, 1x1 to Cout 2 with residual, strides,
+ * dilations, asymmetric and big pads so that whole rows and columns have no
+ * tap, outputs narrower than four pixels, Cin tails 9/17/33, a weight block
+ * just under and just over the narrow path's 4096-float limit; thin: 1x1
+ * 8 -> 8 with residual, Cout 8 / 7 / 5 / 3 (full and partial vectors, the
+ * residual's last vector at a row end), Cin 1 and 3, taps*Cin 63, 64 and
+ * 65 (the last on the packed kernel); Cout 9..16 (packed)), then random
+ * shapes of both. */
+START_TEST(conv_narrow)
+{
+    static const struct {
+        const char *name;
+        ConvCase c;
+    } cases[] = {
+        /* n  h   w  cin kh kw cout sh sw dh dw pt pl pb pr bias res act */
+        {"head 3x3 cout1", {1, 17, 19, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_NONE}},
+        {"1x1 cout2 res", {2, 7, 9, 24, 1, 1, 2, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU6}},
+        {"1x1 cout4 (thin)", {1, 7, 9, 16, 1, 1, 4, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_NONE}},
+        {"s2 cin9 cout2", {1, 11, 13, 9, 3, 3, 2, 2, 2, 1, 1, 0, 1, 1, 0, true, true, TCRT_ACT_LEAKY}},
+        {"dil2 cin17 cout3", {1, 9, 12, 17, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false, false, TCRT_ACT_RELU}},
+        {"big pads", {1, 3, 4, 8, 3, 3, 1, 1, 1, 1, 1, 4, 3, 2, 5, true, false, TCRT_ACT_NONE}},
+        {"narrow w", {2, 6, 3, 33, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_NONE}},
+        {"5x5 s2 cout1", {1, 14, 15, 16, 5, 5, 1, 2, 2, 1, 1, 2, 2, 1, 1, true, false, TCRT_ACT_RELU}},
+        {"limit 4096", {1, 5, 6, 512, 2, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, true, false, TCRT_ACT_NONE}},
+        {"over limit", {1, 5, 6, 513, 2, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, true, true, TCRT_ACT_RELU}},
+        {"thin 1x1 8->8 res", {2, 9, 13, 8, 1, 1, 8, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU6}},
+        {"thin cout7 3x3", {1, 10, 11, 7, 3, 3, 7, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_LEAKY}},
+        {"thin cout5 s2", {1, 12, 9, 5, 3, 3, 5, 2, 2, 1, 1, 0, 1, 1, 0, true, true, TCRT_ACT_RELU}},
+        {"thin cout3 dil", {2, 9, 10, 3, 3, 2, 3, 1, 1, 2, 2, 2, 1, 2, 1, false, false, TCRT_ACT_NONE}},
+        {"packed cout12", {1, 12, 9, 5, 3, 3, 12, 2, 2, 1, 1, 0, 1, 1, 0, true, true, TCRT_ACT_RELU}},
+        {"thin cin1 cout3", {1, 7, 6, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
+        {"thin cin3 big pads", {1, 3, 4, 3, 3, 3, 6, 1, 1, 1, 1, 4, 3, 2, 5, true, false, TCRT_ACT_NONE}},
+        {"thin K 64", {1, 6, 7, 64, 1, 1, 8, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_NONE}},
+        {"packed K 65", {1, 6, 7, 65, 1, 1, 8, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_NONE}},
+        {"packed 16 -> 16", {1, 6, 7, 16, 1, 1, 16, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_conv_all(&cases[i].c, cases[i].name);
+    for (int it = 0; it < 24; it++) {
+        ConvCase c;
+        memset(&c, 0, sizeof c);
+        frand();
+        uint64_t r = rng >> 20;
+        c.n = 1 + (int64_t)(r % 2);
+        c.cin = 8 + (int64_t)((r >> 1) % 30);
+        c.cout = 1 + (int64_t)((r >> 6) % 4);
+        c.kh = 1 + (int64_t)((r >> 8) % 4);
+        c.kw = 1 + (int64_t)((r >> 10) % 4);
+        c.sh = 1 + (int64_t)((r >> 12) % 2), c.sw = 1 + (int64_t)((r >> 13) % 2);
+        c.dh = 1 + (int64_t)((r >> 14) % 2), c.dw = 1 + (int64_t)((r >> 30) % 2);
+        c.pt = (int64_t)((r >> 15) % 3), c.pl = (int64_t)((r >> 17) % 3);
+        c.pb = (int64_t)((r >> 19) % 2), c.pr = (int64_t)((r >> 20) % 3);
+        c.h = (c.kh - 1) * c.dh + 1 + (int64_t)((r >> 22) % 9);
+        c.w = (c.kw - 1) * c.dw + 1 + (int64_t)((r >> 25) % 12);
+        c.bias = (r >> 29) & 1;
+        c.res = c.bias && ((r >> 31) & 1);
+        c.act = (int)((r >> 32) % 4);
+        char name[64];
+        snprintf(name, sizeof name, "narrow random #%d", it);
+        run_conv_all(&c, name);
+    }
+    for (int it = 0; it < 24; it++) {
+        ConvCase c;
+        memset(&c, 0, sizeof c);
+        frand();
+        uint64_t r = rng >> 20;
+        c.n = 1 + (int64_t)(r % 2);
+        c.kh = 1 + (int64_t)((r >> 1) % 3);
+        c.kw = 1 + (int64_t)((r >> 3) % 3);
+        c.cout = 1 + (int64_t)((r >> 11) % 8);
+        c.cin = 1 + (int64_t)((r >> 5) % (64 / (c.kh * c.kw)));
+        c.sh = 1 + (int64_t)((r >> 15) % 2), c.sw = 1 + (int64_t)((r >> 16) % 2);
+        c.dh = 1 + (int64_t)((r >> 17) % 2), c.dw = 1 + (int64_t)((r >> 18) % 2);
+        c.pt = (int64_t)((r >> 19) % 3), c.pl = (int64_t)((r >> 21) % 3);
+        c.pb = (int64_t)((r >> 23) % 2), c.pr = (int64_t)((r >> 24) % 3);
+        c.h = (c.kh - 1) * c.dh + 1 + (int64_t)((r >> 26) % 9);
+        c.w = (c.kw - 1) * c.dw + 1 + (int64_t)((r >> 30) % 12);
+        c.bias = (r >> 34) & 1;
+        c.res = c.bias && ((r >> 35) & 1);
+        c.act = (int)((r >> 36) % 4);
+        char name[64];
+        snprintf(name, sizeof name, "thin random #%d", it);
+        run_conv_all(&c, name);
+    }
+}
+END_TEST
+
 START_TEST(conv_small_workspace)
 {
-    /* a workspace one byte short: the kernel falls back to the reference */
+    /* a workspace one byte short: the kernel falls back to the reference
+     * (Cin 8, 3x3: taps*Cin 72 and Cout 5 are past the direct loops) */
     int64_t ny = 5 * 5 * 5;
-    float *x = rand_buf(5 * 5 * 3), *w = rand_buf(3 * 3 * 3 * 5), *bias = rand_buf(5);
-    float *pw = malloc((size_t)tcrt_conv_packed_floats(3, 3, 3, 5) * sizeof(float));
+    float *x = rand_buf(5 * 5 * 8), *w = rand_buf(3 * 3 * 8 * 5), *bias = rand_buf(5);
+    float *pw = malloc((size_t)tcrt_conv_packed_floats(3, 3, 8, 5) * sizeof(float));
     float ref[125], got[125];
-    tcrt_pack_conv_weights(w, 3, 3, 3, 5, pw);
+    tcrt_pack_conv_weights(w, 3, 3, 8, 5, pw);
     tcrt_params p;
     memset(&p, 0, sizeof p);
     p.i[TCRT_CONV_SH] = p.i[TCRT_CONV_SW] = p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = 1;
     p.i[TCRT_CONV_PT] = p.i[TCRT_CONV_PL] = p.i[TCRT_CONV_PB] = p.i[TCRT_CONV_PR] = 1;
     tcrt_tensor rin[3] = {
-        {x, TCRT_F32, 4, {1, 5, 5, 3}}, {w, TCRT_F32, 4, {3, 3, 3, 5}}, {bias, TCRT_F32, 1, {5}}};
+        {x, TCRT_F32, 4, {1, 5, 5, 8}}, {w, TCRT_F32, 4, {3, 3, 8, 5}}, {bias, TCRT_F32, 1, {5}}};
     tcrt_tensor rout = {ref, TCRT_F32, 4, {1, 5, 5, 5}};
     ck_assert_int_eq(tcrt_ref_conv2d(rin, 3, &rout, 1, &p), TCRT_OK);
     p.i[TCRT_CONV_PACKED] = 1;
     p.i[TCRT_CONV_COUT] = 5;
-    tcrt_tensor in[3] = {rin[0], {pw, TCRT_F32, 5, {1, 3, 3, 3, 16}}, rin[2]};
+    tcrt_tensor in[3] = {rin[0], {pw, TCRT_F32, 5, {1, 3, 3, 8, 16}}, rin[2]};
     tcrt_tensor out[2] = {{got, TCRT_F32, 4, {1, 5, 5, 5}}, {NULL, TCRT_U8, 1, {0}}};
     size_t ws = tcrt_fast_conv2d_workspace(in, 3, out, &p);
     /* sized for every thread up to TCRT_MAX_THREADS: pointers of one tile each */
@@ -379,6 +471,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, conv_cases);
     tcase_add_test(tc, conv_random);
+    tcase_add_test(tc, conv_narrow);
     tcase_add_test(tc, conv_unpacked_residual);
     tcase_add_test(tc, conv_small_workspace);
     tcase_add_test(tc, matmul_cases);

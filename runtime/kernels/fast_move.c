@@ -1,0 +1,285 @@
+/* runtime/kernels/fast_move.c - fast float32 pad (constant mode) and NHWC
+ * resize (bilinear, nearest); tcrt_kernels.h.  Everything else (other
+ * dtypes, reflect/symmetric pad, a bad shape) goes to the reference kernels
+ * (ref_move.c, ref_misc.c), which define the semantics and report errors.
+ *
+ * Pad: the trailing dims that are not padded form one contiguous block
+ *   ("unit"); the innermost padded dim L is a row of before[L] constant units,
+ *   dims[L] units copied with one memcpy, after[L] constant units; the dims
+ *   before L are walked by an odometer, and a row whose coordinate lies in the
+ *   padding of any outer dim is all constant.  The result is bit-identical to
+ *   tcrt_ref_pad.  Rows are split over the thread pool when the output is
+ *   big (MOVE_SERIAL_BYTES).
+ * Resize: source rows, columns and fractions come from the reference's
+ *   formulas (in double); the columns' are tabulated once per task for up to
+ *   RS_COLS output columns (on the stack), then every output row of the task
+ *   reuses them.  Bilinear interpolates 8 channels at a time in float
+ *   (top = tl + (tr-tl)*fx, bottom likewise, y = top + (bottom-top)*fy, the
+ *   reference's expression, which evaluates it in double and rounds once:
+ *   results differ by a few float roundings); nearest copies the C channels
+ *   of the source pixel (bit-identical).  Output rows (n, oh) are split over
+ *   the thread pool.
+ * No allocation, no workspace.
+ */
+#include "kern_int.h"
+#include "tcrt_pool.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#define MOVE_SERIAL_BYTES (256 << 10) /* output bytes below which one thread runs */
+
+/* Tasks for n_rows rows of row_bytes output bytes each: 1 for a small output
+ * or one thread, else up to 4 per thread; *per_task rows each. */
+static int64_t move_tasks(int64_t n_rows, int64_t row_bytes, int64_t *per_task)
+{
+    int64_t threads = tcrt_get_threads();
+    int64_t n = n_rows * row_bytes < MOVE_SERIAL_BYTES || threads <= 1 ? 1 : 4 * threads;
+    if (n > n_rows)
+        n = n_rows;
+    if (n < 1)
+        n = 1;
+    *per_task = (n_rows + n - 1) / n;
+    if (*per_task < 1)
+        *per_task = 1;
+    return (n_rows + *per_task - 1) / *per_task;
+}
+
+/* ---- pad ---- */
+
+typedef struct Pad {
+    const float *x;
+    float *y;
+    float cval;
+    int L;                      /* innermost padded dim */
+    int64_t unit;               /* floats per element of dim L (product of dims after L) */
+    int64_t odims[TCRT_MAX_RANK], xdims[TCRT_MAX_RANK], before[TCRT_MAX_RANK], xst[TCRT_MAX_RANK];
+    int64_t n_rows, per_task;   /* rows = product of output dims before L */
+} Pad;
+
+static void fill(float *d, float v, int64_t n)
+{
+    if (v == 0.0f && !signbit(v)) {
+        memset(d, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        d[i] = v;
+}
+
+static void pad_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    const Pad *q = ctx;
+    int L = q->L;
+    int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
+    r1 = r1 > q->n_rows ? q->n_rows : r1;
+    int64_t orow = q->odims[L] * q->unit, xrow = q->xdims[L] * q->unit;
+    int64_t b = q->before[L] * q->unit, a = orow - b - xrow;
+    for (int64_t r = r0; r < r1; r++) {
+        float *d = q->y + r * orow;
+        /* output coordinates of row r over dims [0, L) -> source offset */
+        int64_t rem = r, off = 0;
+        bool is_pad = false;
+        for (int k = L - 1; k >= 0; k--) {
+            int64_t i = rem % q->odims[k] - q->before[k];
+            rem /= q->odims[k];
+            if (i < 0 || i >= q->xdims[k])
+                is_pad = true;
+            off += i * q->xst[k];
+        }
+        if (is_pad) {
+            fill(d, q->cval, orow);
+            continue;
+        }
+        fill(d, q->cval, b);
+        memcpy(d + b, q->x + off, (size_t)xrow * sizeof(float));
+        fill(d + b + xrow, q->cval, a);
+    }
+}
+
+tcrt_status tcrt_fast_pad(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+{
+    if (!in || !out || !p || n_in < 1 || n_out < 1 || !k_valid(&in[0]) || !k_valid(out) ||
+        in[0].dtype != TCRT_F32 || out->dtype != TCRT_F32 || in[0].rank != out->rank || in[0].rank < 1 || in[0].rank > 8 ||
+        p->i[TCRT_PAD_MODE] != 0)
+        return tcrt_ref_pad(in, n_in, out, n_out, p);
+    const tcrt_tensor *x = &in[0];
+    int rank = x->rank;
+    for (int d = 0; d < rank; d++) {
+        int64_t b = p->i[2 * d], a = p->i[2 * d + 1];
+        if (b < 0 || a < 0 || x->dims[d] + b + a != out->dims[d])
+            return tcrt_ref_pad(in, n_in, out, n_out, p);
+    }
+    int64_t total = k_count(out);
+    if (total == 0)
+        return TCRT_OK;
+    Pad q = {.x = x->data, .y = out->data, .cval = (float)p->f[0]};
+    int L = rank - 1;
+    while (L > 0 && p->i[2 * L] == 0 && p->i[2 * L + 1] == 0)
+        L--;
+    q.L = L;
+    q.unit = 1;
+    for (int d = L + 1; d < rank; d++)
+        q.unit *= x->dims[d];
+    k_strides(x, q.xst);
+    q.n_rows = 1;
+    for (int d = 0; d < rank; d++) {
+        q.odims[d] = out->dims[d];
+        q.xdims[d] = x->dims[d];
+        q.before[d] = p->i[2 * d];
+        if (d < L)
+            q.n_rows *= out->dims[d];
+    }
+    int64_t n_tasks = move_tasks(q.n_rows, q.odims[L] * q.unit * (int64_t)sizeof(float), &q.per_task);
+    tcrt_parallel_tasks(n_tasks, pad_task, &q);
+    return TCRT_OK;
+}
+
+/* ---- resize ---- */
+
+#define RS_VL 8
+#define RS_COLS 512 /* output columns whose source indices are tabulated at once (stack) */
+typedef float vf __attribute__((vector_size(RS_VL * sizeof(float))));
+
+typedef struct Resize {
+    const float *x;
+    float *y;
+    int64_t N, H, W, C, OH, OW;
+    bool nearest, align, half;
+    double rh, rw;
+    int64_t per_task;
+} Resize;
+
+static double rs_ratio(int64_t in, int64_t out, bool align)
+{
+    double ei = (align && out > 1) ? (double)(in - 1) : (double)in;
+    double eo = (align && out > 1) ? (double)(out - 1) : (double)out;
+    return ei / eo;
+}
+
+/* Nearest source index of output index o (ref_misc.c's nearest_src). */
+static int64_t rs_nearest(int64_t o, double ratio, int64_t in, bool align, bool half)
+{
+    double src = half ? ratio * ((double)o + 0.5) : ratio * (double)o;
+    int64_t n = (int64_t)(align ? floor(src + 0.5) : floor(src));
+    if (n > in - 1)
+        n = in - 1;
+    if (half && n < 0)
+        n = 0;
+    return n < 0 ? 0 : n;
+}
+
+/* Bilinear source indices lo, hi and fraction of output index o (ref_misc.c). */
+static void rs_linear(int64_t o, double ratio, int64_t in, bool half, int64_t *lo, int64_t *hi, double *f)
+{
+    double s = half ? ratio * ((double)o + 0.5) - 0.5 : ratio * (double)o;
+    int64_t i0 = (int64_t)floor(s);
+    i0 = i0 < 0 ? 0 : i0;
+    *f = s - (double)i0;
+    int64_t i1 = (int64_t)ceil(s);
+    i1 = i1 > in - 1 ? in - 1 : i1;
+    i0 = i0 > in - 1 ? in - 1 : i0;
+    i1 = i1 < 0 ? 0 : i1;
+    *lo = i0;
+    *hi = i1;
+}
+
+static inline vf rs_load(const float *p)
+{
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline vf rs_splat(float s)
+{
+    return (vf){s, s, s, s, s, s, s, s};
+}
+
+/* Output columns [c0, c1) of rows [r0, r1): the columns' source offsets
+ * (x0, x1: element offsets in a source row) and fractions are tabulated
+ * once, then every row interpolates them. */
+static void resize_cols(const Resize *q, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
+{
+    int64_t x0[RS_COLS], x1[RS_COLS];
+    float fx[RS_COLS];
+    const int64_t C = q->C, cv = C - C % RS_VL;
+    for (int64_t ow = c0; ow < c1; ow++) {
+        int64_t lo, hi;
+        double f = 0;
+        if (q->nearest)
+            lo = hi = rs_nearest(ow, q->rw, q->W, q->align, q->half);
+        else
+            rs_linear(ow, q->rw, q->W, q->half, &lo, &hi, &f);
+        x0[ow - c0] = lo * C, x1[ow - c0] = hi * C, fx[ow - c0] = (float)f;
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / q->OH, oh = r % q->OH;
+        float *yr = q->y + (r * q->OW + c0) * C;
+        if (q->nearest) {
+            int64_t ih = rs_nearest(oh, q->rh, q->H, q->align, q->half);
+            const float *xr = q->x + (n * q->H + ih) * q->W * C;
+            for (int64_t i = 0; i < c1 - c0; i++)
+                memcpy(yr + i * C, xr + x0[i], (size_t)C * sizeof(float));
+            continue;
+        }
+        int64_t y0, y1;
+        double fyd;
+        rs_linear(oh, q->rh, q->H, q->half, &y0, &y1, &fyd);
+        const float fy = (float)fyd;
+        const float *t = q->x + (n * q->H + y0) * q->W * C, *b = q->x + (n * q->H + y1) * q->W * C;
+        const vf vfy = rs_splat(fy);
+        for (int64_t i = 0; i < c1 - c0; i++) {
+            const float *tl = t + x0[i], *tr = t + x1[i], *bl = b + x0[i], *br = b + x1[i];
+            float *o = yr + i * C;
+            const float f = fx[i];
+            const vf vfx = rs_splat(f);
+            for (int64_t c = 0; c < cv; c += RS_VL) {
+                vf a = rs_load(tl + c), top = a + (rs_load(tr + c) - a) * vfx;
+                vf d = rs_load(bl + c), bot = d + (rs_load(br + c) - d) * vfx;
+                vf v = top + (bot - top) * vfy;
+                memcpy(o + c, &v, sizeof v);
+            }
+            for (int64_t c = cv; c < C; c++) {
+                float top = tl[c] + (tr[c] - tl[c]) * f;
+                float bot = bl[c] + (br[c] - bl[c]) * f;
+                o[c] = top + (bot - top) * fy;
+            }
+        }
+    }
+}
+
+static void resize_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    const Resize *q = ctx;
+    int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
+    r1 = r1 > q->N * q->OH ? q->N * q->OH : r1;
+    for (int64_t c0 = 0; c0 < q->OW; c0 += RS_COLS)
+        resize_cols(q, r0, r1, c0, q->OW - c0 < RS_COLS ? q->OW : c0 + RS_COLS);
+}
+
+tcrt_status tcrt_fast_resize(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                             const tcrt_params *p)
+{
+    if (!in || !out || !p || n_in < 1 || n_out < 1 || !k_valid(&in[0]) || !k_valid(out) ||
+        in[0].dtype != TCRT_F32 || out->dtype != TCRT_F32 || in[0].rank != 4 || out->rank != 4 ||
+        (p->i[TCRT_RS_MODE] != 0 && p->i[TCRT_RS_MODE] != 1) || in[0].dims[0] != out->dims[0] ||
+        in[0].dims[3] != out->dims[3])
+        return tcrt_ref_resize(in, n_in, out, n_out, p);
+    const tcrt_tensor *x = &in[0];
+    if (k_count(out) == 0)
+        return TCRT_OK;
+    if (x->dims[1] <= 0 || x->dims[2] <= 0)
+        return tcrt_ref_resize(in, n_in, out, n_out, p);
+    Resize q = {.x = x->data, .y = out->data, .N = x->dims[0], .H = x->dims[1], .W = x->dims[2],
+                .C = x->dims[3], .OH = out->dims[1], .OW = out->dims[2], .nearest = p->i[TCRT_RS_MODE] == 1,
+                .align = p->i[TCRT_RS_ALIGN] != 0, .half = p->i[TCRT_RS_HALF] != 0};
+    q.rh = rs_ratio(q.H, q.OH, q.align);
+    q.rw = rs_ratio(q.W, q.OW, q.align);
+    int64_t n_tasks = move_tasks(q.N * q.OH, q.OW * q.C * (int64_t)sizeof(float) * (q.nearest ? 1 : 4),
+                                 &q.per_task);
+    tcrt_parallel_tasks(n_tasks, resize_task, &q);
+    return TCRT_OK;
+}
