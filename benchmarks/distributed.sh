@@ -93,7 +93,7 @@ load=$(cut -d' ' -f1 /proc/loadavg)
 for r in $(seq "$rounds"); do
     for i in "${!configs[@]}"; do
         IFS='|' read -r name ranks cmd <<<"${configs[$i]}"
-        $cmd $feeds --steps "$steps" --log-every "$steps" >"$work/out.$i.$r" 2>"$work/err.$i.$r" \
+        $cmd $feeds --steps "$steps" --log-every "$steps" --out-dir "$work/out" >"$work/out.$i.$r" 2>"$work/err.$i.$r" \
             || { echo "bench-dist: $name failed: $(cat "$work/err.$i.$r")" >&2; exit 1; }
     done
 done
@@ -134,7 +134,10 @@ sec = ["<!-- distributed:begin -->", "## Distributed training (issue 9)", "",
        "|---|---:|---:|---:|---:|---:|---:|"] + rows + ["",
        "With 2 cores, 3 ranks oversubscribe the machine (a rank waits for a core), and every rank also "
        "spins in MPI's progress loop while it waits for a tensor: the multi-rank rows measure the cost of the "
-       "transfers and of the shared cores, not a speed-up, which needs a core (or a machine) per rank.",
+       "transfers and of the shared cores, not a speed-up, which needs a core (or a machine) per rank.  trunc16 "
+       "halves the bytes, but between processes of one machine (shared memory, several GB/s) its packing and "
+       "widening loops (one pass over every tensor sent, on one thread, plus the error tracking) cost more than "
+       "the saved copy; it pays where the link is slow (TCP between machines), which this machine cannot show.",
        "<!-- distributed:end -->"]
 text = open(out).read() if os.path.exists(out) else ""
 b, e = text.find("<!-- distributed:begin -->"), text.find("<!-- distributed:end -->")
