@@ -436,7 +436,7 @@ int mm_shape(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt
  * or N with a long K runs faster on the 6 x 64 kernel of fast_conv.c. */
 int sgemm_on = 1; /* tcrt_sgemm_enable */
 
-bool sgemm_applies(const MM &mm)
+[[maybe_unused]] bool sgemm_applies(const MM &mm) /* unused when runtime_isa caps AVX-512 off */
 {
     if (mm.M < kSgemmMinM || mm.N < kSgemmMinN || mm.K < kSgemmMinK || mm.M * mm.N * mm.K < kSgemmMinWork)
         return false;

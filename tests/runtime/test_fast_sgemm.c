@@ -57,7 +57,7 @@ static void compare(const float *fast, const float *ref, int64_t n, int64_t K, c
 }
 
 /* C = act(op(A) op(B) + bias) by the reference kernel (2-D). */
-static void ref_mm(int64_t M, int64_t N, int64_t K, const float *A, bool ta, const float *B, bool tb,
+__attribute__((unused)) static void ref_mm(int64_t M, int64_t N, int64_t K, const float *A, bool ta, const float *B, bool tb,
                    const float *bias, int act, float *C)
 {
     tcrt_tensor in[3] = {{.data = (void *)A, .dtype = TCRT_F32, .rank = 2, .dims = {ta ? K : M, ta ? M : K}},
