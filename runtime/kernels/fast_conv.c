@@ -561,6 +561,19 @@ static void narrow_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64
     g->y[off] = tcrt_kern_act(s, g->act, g->alpha);
 }
 
+/* Output row oh's first input row (base) and the kernel rows [k0, k1) that
+ * fall inside the input (narrow and thin loops). */
+static void kernel_rows(const PConv *g, int64_t oh, int64_t *base, int64_t *k0, int64_t *k1)
+{
+    *base = oh * g->sh - g->pt;
+    *k0 = 0;
+    *k1 = g->KH;
+    while (*k0 < *k1 && *base + *k0 * g->dh < 0)
+        (*k0)++;
+    while (*k1 > *k0 && *base + (*k1 - 1) * g->dh >= g->H)
+        (*k1)--;
+}
+
 static void narrow_task(void *ctx, int64_t task, int tid)
 {
     (void)tid;
@@ -569,12 +582,8 @@ static void narrow_task(void *ctx, int64_t task, int tid)
     int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
     r1 = r1 > q->n_rows ? q->n_rows : r1;
     for (int64_t r = r0; r < r1; r++) {
-        int64_t n = r / g->OH, oh = r % g->OH;
-        int64_t base = oh * g->sh - g->pt, k0 = 0, k1 = g->KH;
-        while (k0 < k1 && base + k0 * g->dh < 0)
-            k0++;
-        while (k1 > k0 && base + (k1 - 1) * g->dh >= g->H)
-            k1--;
+        int64_t n = r / g->OH, oh = r % g->OH, base, k0, k1;
+        kernel_rows(g, oh, &base, &k0, &k1);
         for (int64_t j = 0; j < g->O; j++) {
             int64_t ow = 0;
             for (; ow < g->OW && ow < q->ow_in0; ow++)
@@ -760,12 +769,8 @@ static void thin_task(void *ctx, int64_t task, int tid)
     int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
     r1 = r1 > q->n_rows ? q->n_rows : r1;
     for (int64_t r = r0; r < r1; r++) {
-        int64_t n = r / g->OH, oh = r % g->OH;
-        int64_t base = oh * g->sh - g->pt, k0 = 0, k1 = g->KH;
-        while (k0 < k1 && base + k0 * g->dh < 0)
-            k0++;
-        while (k1 > k0 && base + (k1 - 1) * g->dh >= g->H)
-            k1--;
+        int64_t n = r / g->OH, oh = r % g->OH, base, k0, k1;
+        kernel_rows(g, oh, &base, &k0, &k1);
         int64_t ow = 0;
         for (; ow < g->OW && ow < q->ow_in0; ow++)
             thin_one(q, n, oh, ow, k0, k1);
