@@ -119,6 +119,9 @@ bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status 
 bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st);
 bool cgc_kernel_returns_status(const IrNode *n);
 bool cgc_has_workspace(const IrNode *n);
+/* Whether n's kernel takes the run-time sizes (ir/dyn.c) as a last
+ * argument `const int64_t *sym`. */
+bool cgc_needs_sym(const IrNode *n);
 /* Writes the comment block above a kernel (TF origin, types). */
 void cgc_kernel_comment(CgOut *o, const IrNode *n, const char *kname, const char *const *in_names,
                         const char *const *out_names, const char *extra);

@@ -205,7 +205,9 @@ bool ir_shape_eq(const IrShape *a, const IrShape *b)
     for (int d = 0; d < a->rank; d++)
         if (a->dims[d] != b->dims[d])
             return false;
-    return true;
+    if (a->has_dyn != b->has_dyn)
+        return false;
+    return !a->has_dyn || (a->dyn_dim == b->dyn_dim && ir_aff_eq(&a->dyn, &b->dyn));
 }
 
 size_t ir_type_bytes(const IrType *t)
@@ -224,7 +226,8 @@ const char *ir_shape_str(const IrShape *s, char *buf, size_t n)
     buf[0] = 0;
     o += (size_t)snprintf(buf, n, "[");
     for (int d = 0; d < s->rank && d < IR_MAX_RANK && o < n; d++)
-        o += (size_t)snprintf(buf + o, n - o, "%s%lld", d ? "," : "", (long long)s->dims[d]);
+        o += (size_t)snprintf(buf + o, n - o, "%s%s%lld", d ? "," : "",
+                              s->has_dyn && s->dyn_dim == d ? "<=" : "", (long long)s->dims[d]);
     if (o < n)
         snprintf(buf + o, n - o, "]");
     return buf;
@@ -232,7 +235,7 @@ const char *ir_shape_str(const IrShape *s, char *buf, size_t n)
 
 IrShape ir_shape_make(int rank, const int64_t *dims)
 {
-    IrShape s;
+    IrShape s = {0};
     memset(&s, 0, sizeof s);
     if (rank < 0)
         rank = 0;
@@ -425,9 +428,14 @@ IrNode *ir_emit(IrGraph *g, Op op, const IrValue *inputs, int n_inputs, const Ir
     }
     if (!ir_infer_node(g, n, st))
         return NULL;
+    IrNode *rep = NULL;
+    if (!ir_dyn_node(g, n, given, &rep, st))
+        return NULL;
+    if (rep)
+        return rep;
 
     if (g->fold_on_build && info->n_outputs == 1 && info->kind != K_LEAF &&
-        !(info->flags & F_EFFECT) && all_inputs_const(n) &&
+        !(info->flags & F_EFFECT) && all_inputs_const(n) && !ir_node_has_dyn(n) && op != OP_SYMVAL &&
         ir_type_bytes(&n->out[0].type) <= IR_MAX_FOLD_BYTES) {
         IrValue v;
         Status fst = ST_INIT;
@@ -593,6 +601,13 @@ bool ir_add_fetch(IrGraph *g, const char *name, IrValue v, Status *st)
         return st_errorf(st, ST_ERROR, "fetch without a name");
     if (!v.node || v.index < 0 || v.index >= v.node->n_outputs)
         return st_errorf(st, ST_ERROR, "fetch '%s' has no value", name);
+    if (ir_value_type(v)->shape.has_dyn) {
+        char sh[200];
+        return st_errorf(st, ST_ERROR,
+                         "fetch '%s' has a data-dependent size (%s, known only at run time); fetches and the "
+                         "results of loops and conditionals need static shapes: pad it to a fixed size first",
+                         name, ir_shape_str(&ir_value_type(v)->shape, sh, sizeof sh));
+    }
     if (!grow(&g->arena, (void **)&g->fetches, &g->cap_fetches, g->n_fetches + 1, sizeof(IrFetch)))
         return nomem(st);
     const char *nm = arena_strdup(&g->arena, name);
@@ -690,6 +705,10 @@ void ir_replace_uses(IrGraph *g, IrValue from, IrValue to)
     for (int i = 0; i < g->n_fetches; i++)
         if (same_value(g->fetches[i].value, from))
             g->fetches[i].value = to;
+    IrGraph *root = ir_graph_root(g);
+    for (int i = 0; i < root->n_syms; i++)
+        if (same_value(root->syms[i].src, from))
+            root->syms[i].src = to;
 }
 
 int ir_use_count(const IrGraph *g, const IrNode *n)

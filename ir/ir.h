@@ -141,9 +141,28 @@ const char *ir_kind_name(OpKind k);
 
 /* ---- graph.c ----------------------------------------------------------- */
 
+/* An affine expression c + sum k[t] * sym(sym[t]) over the graph's symbols
+ * (ir/dyn.c: sizes known only at run time); n == 0: the constant c; n < 0
+ * (IR_AFF_UNKNOWN): nothing is known (element knowledge only). */
+#define IR_AFF_TERMS 4
+#define IR_AFF_UNKNOWN (-1)
+typedef struct IrAff {
+    int64_t c;
+    int n;
+    int sym[IR_AFF_TERMS];
+    int64_t k[IR_AFF_TERMS];
+} IrAff;
+
+/* dims[d] is the extent, except for a value with a data-dependent size
+ * (has_dyn, ir/dyn.c): dims[dyn_dim] is then the extent's upper bound and
+ * `dyn` the extent itself; every dim before dyn_dim is 1.  A zeroed tail
+ * (has_dyn false) is the static shape every rule builds by default. */
 typedef struct IrShape {
     int rank;
     int64_t dims[IR_MAX_RANK];
+    bool has_dyn;
+    int dyn_dim;
+    IrAff dyn;
 } IrShape;
 
 typedef struct IrType {
@@ -165,6 +184,8 @@ typedef struct IrParams {
 typedef struct IrOut {
     IrType type;
     int64_t offset;               /* arena byte offset (or weights offset for CONST), -1 unplanned */
+    IrAff *sv;                    /* small int values: what is known of each element (ir/dyn.c), or NULL */
+    int n_sv;
 } IrOut;
 
 struct IrNode {
@@ -229,6 +250,8 @@ struct IrGraph {
     int depth;
     IrGraph **owned;              /* root only: every region graph of the tree */
     int n_owned, cap_owned;
+    struct IrSym *syms;           /* root only: run-time sizes (ir/dyn.c) */
+    int n_syms, cap_syms;
 };
 
 /* Returns NULL (and st set) on OOM. Free with ir_graph_free. */
@@ -337,6 +360,83 @@ int ir_graph_live_count(const IrGraph *g);
 bool ir_infer_node(IrGraph *g, IrNode *n, Status *st);
 /* NumPy broadcast of two shapes; false if they do not broadcast. */
 bool ir_broadcast_shapes(const IrShape *a, const IrShape *b, IrShape *out);
+
+/* ---- dyn.c: bounded data-dependent sizes ---------------------------------
+ * A size known only at run time (NonMaxSuppressionV5's count without
+ * padding, Where's count, a Range whose limit is computed) is a symbol: the
+ * run-time value of an integer scalar the graph computes (IrSym.src), read
+ * right after its producer runs (codegen: sym[k]) and checked against the
+ * bounds [lo, hi] that interval analysis proved at compile time.
+ * A value may have one data-dependent extent, in its outermost dimension
+ * with more than one element (IrShape.has_dyn): buffers are planned at the
+ * bound and the valid elements are the first ones, so elementwise kernels
+ * run over the bound unchanged and every other kernel gets the run-time
+ * extent in its descriptor.  Small integer values (shapes, sizes, paddings;
+ * at most IR_SV_MAX elements) carry what is known of each element
+ * (IrOut.sv), so shape arithmetic such as Shape -> StridedSlice -> Sub ->
+ * Pack -> Pad simplifies symbolically: padding a size-n tensor to 100 rows
+ * gives a static [100] again.  Only the ops whose rules know about it
+ * accept a data-dependent input; the others stop with "node 'x' (Op):
+ * input 0 has a data-dependent size (...), which <op> does not support".
+ * Regions (loops, conds) and fetches need static shapes (errors say so). */
+#define IR_SV_MAX 16
+/* PAD's after-padding param (p.i[2d+1]) when the padding is computed at
+ * run time: the given output shape holds the extent, the emitter the
+ * arithmetic. */
+#define IR_PAD_RUNTIME (-1)
+typedef struct IrSym {
+    IrValue src;                  /* int32/int64 scalar whose run-time value this is */
+    int64_t lo, hi;               /* proved bounds, checked at run time */
+} IrSym;
+
+IrAff ir_aff_const(int64_t c);
+IrAff ir_aff_sym(int sym);
+static inline bool ir_aff_is_const(const IrAff *a) { return a->n == 0; }
+bool ir_aff_eq(const IrAff *a, const IrAff *b);
+/* out = a + k * b, simplified (terms that cancel vanish); false when it
+ * needs more than IR_AFF_TERMS terms or overflows. */
+bool ir_aff_add(const IrAff *a, const IrAff *b, int64_t k, IrAff *out);
+bool ir_aff_scale(const IrAff *a, int64_t k, IrAff *out);
+/* Bounds of a over its symbols' bounds (g: any graph of the tree). */
+void ir_aff_range(const IrGraph *g, const IrAff *a, int64_t *lo, int64_t *hi);
+/* "(3 + s1 - s2)" / "sym[1]" forms: text for messages and the IR printer;
+ * C for the emitter (symbols as sym[k]). */
+const char *ir_aff_str(const IrAff *a, char *buf, size_t n);
+
+/* Sets dim d of s to extent e: static when e is constant, else data-dependent
+ * with bound hi(e); false with a message when d is not the outermost dim
+ * with more than one element, another dim is already dynamic, or e's upper
+ * bound is negative or over IR_MAX_ELEMENTS. */
+bool ir_shape_set_extent(const IrGraph *g, IrShape *s, int d, const IrAff *e, char *why, size_t n_why);
+/* The extent of dim d as an expression (constant unless dynamic). */
+IrAff ir_shape_extent(const IrShape *s, int d);
+static inline bool ir_type_has_dyn(const IrType *t) { return t->shape.has_dyn; }
+bool ir_node_has_dyn(const IrNode *n);  /* any input or output data-dependent */
+
+/* What is known of the elements of integer value v (at most max): from a
+ * CONST's data, or v's sv; unknown elements have n == IR_AFF_UNKNOWN.
+ * False when v is not an integer value of at most max elements or nothing
+ * at all is known. */
+bool ir_value_sv(const IrGraph *g, IrValue v, IrAff *out, int max, int *n);
+/* Whole-value interval of an integer (or bool) value by interval analysis;
+ * false when unbounded or unknown. */
+bool ir_value_range(const IrGraph *g, IrValue v, int64_t *lo, int64_t *hi);
+/* The symbol for scalar int value v (the same one on every call), as an
+ * expression; v's bounds come from ir_value_range and must be finite (else
+ * an error naming v's node: "size depends on data with no known bound"). */
+bool ir_sym_of(IrGraph *g, IrValue v, IrAff *out, Status *st);
+/* Element i of v as an expression: known from sv, else a symbol for the
+ * element (a SLICE of v when it has more than one). */
+bool ir_value_elem(IrGraph *g, IrValue v, int64_t i, IrAff *out, Status *st);
+/* A value of dtype dt and shape s holding the expressions e[count(s)]:
+ * a CONST when all are constant, else an OP_SYMVAL node. */
+IrValue ir_sv_value(IrGraph *g, tcrt_dtype dt, const IrShape *s, const IrAff *e, Status *st);
+
+/* Called by ir_emit after n's shape rule: propagates and checks
+ * data-dependent extents (errors for ops that do not support them) and
+ * computes n's element knowledge; when every element of n's output is known
+ * it sets *replace to the CONST or SYMVAL standing for it (n is not added). */
+bool ir_dyn_node(IrGraph *g, IrNode *n, const IrType *given, IrNode **replace, Status *st);
 
 /* ---- fold.c ------------------------------------------------------------ */
 

@@ -15,7 +15,7 @@
     X(shape_matmul) X(shape_conv2d) X(shape_conv2d_transpose) X(shape_pool) X(shape_copy)          \
     X(shape_transpose) X(shape_slice) X(shape_pad) X(shape_concat) X(shape_gather)                 \
     X(shape_gather_nd) X(shape_tile) X(shape_broadcast_to) X(shape_resize) X(shape_topk)   \
-    X(shape_region) X(shape_update_slice) X(shape_nms) X(shape_state)                                  \
+    X(shape_region) X(shape_update_slice) X(shape_nms) X(shape_where) X(shape_state)                                  \
     X(shape_conv2d_backprop_filter) X(shape_maxpool_grad) X(shape_avgpool_grad) X(shape_scatter_add)     \
     X(shape_comm)
 #define IR_DECLARE_RULE(r) bool ir_##r(IrGraph *g, IrNode *n, Status *st);
@@ -46,6 +46,11 @@ void ir_tmp_free(const Arena *ar, void *p);
 
 /* Creates a CONST node over data already in g's arena (64-byte aligned). */
 IrNode *ir_const_node_take(IrGraph *g, const IrType *t, void *data, Status *st);
+
+/* ir/dyn.c: the shape rule of a node with a data-dependent input or given
+ * output (ir_infer_node dispatches to it). */
+bool ir_dyn_infer(IrGraph *g, IrNode *n, Status *st);
+bool ir_dyn_involved(const IrNode *n);
 
 /* Validates input dtypes and sets the output dtypes of n.  `given` is the
  * builder's requested type (may have dtype TCRT_INVALID). */

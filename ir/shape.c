@@ -134,7 +134,7 @@ bool ir_infer_node(IrGraph *g, IrNode *n, Status *st)
     IrType given = n->out[0].type;
     if (info->n_outputs >= 0 && !ir_infer_dtypes(n, &given, st))
         return false;
-    if (!info->shape_rule(g, n, st))
+    if (!(ir_dyn_involved(n) ? ir_dyn_infer(g, n, st) : info->shape_rule(g, n, st)))
         return false;
     for (int k = 0; k < n->n_outputs; k++) {
         const IrShape *s = &n->out[k].type.shape;
@@ -150,12 +150,27 @@ bool ir_broadcast_shapes(const IrShape *a, const IrShape *b, IrShape *out)
 {
     if (a->rank < 0 || b->rank < 0 || a->rank > IR_MAX_RANK || b->rank > IR_MAX_RANK)
         return false;
-    IrShape r;
+    IrShape r = {0};
     memset(&r, 0, sizeof r);
     r.rank = a->rank > b->rank ? a->rank : b->rank;
     for (int d = 0; d < r.rank; d++) {
         int da = d - (r.rank - a->rank), db = d - (r.rank - b->rank);
         int64_t x = da >= 0 ? a->dims[da] : 1, y = db >= 0 ? b->dims[db] : 1;
+        bool xd = da >= 0 && a->has_dyn && a->dyn_dim == da, yd = db >= 0 && b->has_dyn && b->dyn_dim == db;
+        if (xd || yd) {
+            /* a data-dependent extent broadcasts only against 1 or the same extent */
+            if (xd && yd && !ir_aff_eq(&a->dyn, &b->dyn))
+                return false;
+            if ((xd && !yd && y != 1) || (yd && !xd && x != 1))
+                return false;
+            if (r.has_dyn)
+                return false;
+            r.dims[d] = xd ? x : y;
+            r.has_dyn = true;
+            r.dyn_dim = d;
+            r.dyn = xd ? a->dyn : b->dyn;
+            continue;
+        }
         if (x == y || y == 1)
             r.dims[d] = x;
         else if (x == 1)
@@ -163,6 +178,10 @@ bool ir_broadcast_shapes(const IrShape *a, const IrShape *b, IrShape *out)
         else
             return false;
     }
+    /* the extent must stay the outermost one with more than one element */
+    for (int d = 0; r.has_dyn && d < r.dyn_dim; d++)
+        if (r.dims[d] != 1)
+            return false;
     *out = r;
     return true;
 }
@@ -192,7 +211,7 @@ bool ir_shape_broadcast(IrGraph *g, IrNode *n, Status *st)
     (void)g;
     IrShape s = *in_s(n, 0);
     for (int i = 1; i < n->n_inputs; i++) {
-        IrShape r;
+        IrShape r = {0};
         if (!ir_broadcast_shapes(&s, in_s(n, i), &r))
             return ir_node_errorf(st, n, "shapes %s and %s do not broadcast", SH(&s), SH(in_s(n, i)));
         s = r;
@@ -210,7 +229,7 @@ bool ir_shape_reduce(IrGraph *g, IrNode *n, Status *st)
     if (mask < 0 || (mask >> x->rank) != 0)
         return ir_node_errorf(st, n, "reduction axis mask 0x%llx out of range for input %s",
                               (unsigned long long)mask, SH(x));
-    IrShape o;
+    IrShape o = {0};
     memset(&o, 0, sizeof o);
     for (int d = 0; d < x->rank; d++) {
         if (mask & ((int64_t)1 << d)) {
@@ -238,7 +257,7 @@ bool ir_shape_argreduce(IrGraph *g, IrNode *n, Status *st)
     tcrt_dtype dt = n->out[0].type.dtype;
     if (dt != TCRT_I32 && dt != TCRT_I64)
         return ir_node_errorf(st, n, "output dtype must be int32 or int64, got %s", tcrt_dtype_name(dt));
-    IrShape o;
+    IrShape o = {0};
     memset(&o, 0, sizeof o);
     for (int d = 0; d < x->rank; d++)
         if (d != axis)
@@ -342,7 +361,7 @@ bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
     const int64_t *p = n->p.i;
     /* Packed weights (passes/pack): [ceil(Cout/16),KH,KW,Cin,16] seen as HWIO
      * [KH,KW,Cin,Cout] for the checks below. */
-    IrShape wv;
+    IrShape wv = {0};
     if (p[TCRT_CONV_PACKED]) {
         int64_t co = p[TCRT_CONV_COUT];
         if (p[TCRT_CONV_DEPTHWISE] || w->rank != 5 || w->dims[4] != TCRT_PACK_NR || co <= 0 ||
@@ -594,7 +613,7 @@ bool ir_shape_gather(IrGraph *g, IrNode *n, Status *st)
         return ir_node_errorf(st, n, "gather result rank %d exceeds %d", rank, IR_MAX_RANK);
     n->p.i[TCRT_GA_AXIS] = axis;
     n->p.i[TCRT_GA_BATCH] = batch;
-    IrShape o;
+    IrShape o = {0};
     memset(&o, 0, sizeof o);
     for (int d = 0; d < axis; d++)
         o.dims[o.rank++] = x->dims[d];
@@ -620,7 +639,7 @@ bool ir_shape_gather_nd(IrGraph *g, IrNode *n, Status *st)
     int rank = ix->rank - 1 + x->rank - (int)q;
     if (rank > IR_MAX_RANK)
         return ir_node_errorf(st, n, "gather_nd result rank %d exceeds %d", rank, IR_MAX_RANK);
-    IrShape o;
+    IrShape o = {0};
     memset(&o, 0, sizeof o);
     for (int d = 0; d < ix->rank - 1; d++)
         o.dims[o.rank++] = ix->dims[d];
@@ -650,7 +669,7 @@ bool ir_shape_broadcast_to(IrGraph *g, IrNode *n, Status *st)
     if (!need_given(n, st))
         return false;
     const IrShape *x = in_s(n, 0), *o = &n->out[0].type.shape;
-    IrShape r;
+    IrShape r = {0};
     if (x->rank > o->rank || !ir_broadcast_shapes(x, o, &r) || !ir_shape_eq(&r, o))
         return ir_node_errorf(st, n, "cannot broadcast %s to %s", SH(x), SH(o));
     return true;
@@ -830,6 +849,18 @@ bool ir_shape_nms(IrGraph *g, IrNode *n, Status *st)
     n->out[1].type = (IrType){TCRT_F32, vec};
     n->out[2].type = (IrType){TCRT_I32, scalar};
     n->out[3].type = (IrType){TCRT_I32, all};
+    return true;
+}
+
+bool ir_shape_where(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    const IrType *x = in_t(n, 0);
+    if (x->shape.rank < 1)
+        return ir_node_errorf(st, n, "where needs an input of rank >= 1, got a scalar");
+    int64_t count = ir_shape_count(&x->shape);
+    n->out[0].type = (IrType){TCRT_I64, {2, {count, x->shape.rank}}};
+    n->out[1].type = (IrType){TCRT_I64, {0, {0}}};
     return true;
 }
 

@@ -103,7 +103,7 @@ static bool same_node(const IrNode *a, const IrNode *b)
     if ((a->device == NULL) != (b->device == NULL) ||
         (a->device && strcmp(a->device, b->device) != 0))
         return false;
-    if (a->op == OP_CONST) {
+    if (a->op == OP_CONST || a->op == OP_SYMVAL) {
         if (a->data_bytes != b->data_bytes)
             return false;
         if (a->data_bytes && (!a->data || !b->data || memcmp(a->data, b->data, a->data_bytes) != 0))

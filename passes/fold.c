@@ -29,8 +29,8 @@
 static bool is_foldable(const IrNode *n)
 {
     const OpInfo *oi = ir_op_info(n->op);
-    if (!oi || oi->kind == K_LEAF || (oi->flags & F_EFFECT))
-        return false;
+    if (!oi || oi->kind == K_LEAF || (oi->flags & F_EFFECT) || n->op == OP_SYMVAL || ir_node_has_dyn(n))
+        return false;   /* run-time sizes (ir/dyn.c) are not known here */
     size_t bytes = 0;
     for (int k = 0; k < n->n_outputs; k++) {
         size_t b = ir_type_bytes(&n->out[k].type);

@@ -613,7 +613,7 @@ static bool g_tile(GradCtx *c, IrNode *n, const IrValue *dy, const bool *need, I
         dx[0] = grad_fill(c, in_t(n, 0), 0);
         return st_ok(c->st);
     }
-    IrShape rs;
+    IrShape rs = {0};
     memset(&rs, 0, sizeof rs);
     int64_t mask = 0;
     for (int d = 0; d < xs->rank; d++) {
@@ -812,6 +812,8 @@ static const GradRule rules[OP_COUNT] = {
     [OP_RANDOM_UNIFORM] = grad_nodiff,
     [OP_UPDATE_SLICE] = g_update_slice,
     [OP_NMS] = grad_nodiff,
+    [OP_WHERE] = grad_nodiff,
+    [OP_SYMVAL] = grad_nodiff,
     [OP_SCATTER_ADD] = g_scatter_add,
     [OP_COND] = g_cond,
     [OP_CONST] = grad_nodiff,

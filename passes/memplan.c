@@ -298,6 +298,10 @@ static bool plan_fusion(IrGraph *g, const int *pos, int n_ids, bool *is_fused, i
     for (int i = 0; i < g->n_fetches; i++)
         if (g->fetches[i].value.node)
             is_shared[g->fetches[i].value.node->id] = true;
+    /* a run-time size (ir/dyn.c) is read from its producer's buffer */
+    for (int i = 0; !g->parent && i < g->n_syms; i++)
+        if (g->syms[i].src.node && g->syms[i].src.node->id <= n_ids)
+            is_shared[g->syms[i].src.node->id] = true;
     /* Reverse order: a consumer's eff is known before its producers'. */
     for (int i = g->n_nodes - 1; i >= 0; i--) {
         IrNode *n = g->nodes[i];

@@ -5,6 +5,12 @@ For every graph in ../shared/models/manifest.json with control flow (v1
 frames, v2 If/While/Case) or function calls, try `tfcc compile`:
   * reference-bearing models use the feeds/fetches of tests/e2e/test_models.c
     (their numbers are checked there against TensorFlow.js);
+  * a SavedModel or MetaGraphDef whose `tfcc info` lists signatures is
+    compiled as a user would: without --fetch, so tfcc uses the signature
+    that info says compile uses (serving_default, or the only one); when
+    there is no default, each signature is tried with --signature KEY.  Only
+    signature inputs with unknown dims or rank get a --feed (unknown dims as
+    1, unknown rank as a scalar);
   * the others use `tfcc info`: every listed input is fed (unknown dims as 1,
     unknown rank as a scalar) and every sink node is fetched.
 The result is "compiles" or tfcc's first error message (the file prefix
@@ -34,15 +40,37 @@ def load_e2e_specs(root):
 
 
 def info(tfcc, path):
+    """rc, feeds, fetches, first stderr line, signatures, default signature.
+
+    signatures: [(key, [(tensor, dtype, shape), ...] inputs, n outputs)] in
+    info's order, keys starting "__" left out; default: the key compile uses
+    without --fetch, or None."""
     r = subprocess.run([tfcc, "info", path], capture_output=True, text=True, timeout=300)
     feeds, fetches, section = [], [], None
+    sigs, default = [], None
     for line in r.stdout.splitlines():
         if line.startswith("inputs:"):
             section = "in"
         elif line.startswith("outputs"):
             section = "out"
+        elif line.startswith("signatures"):
+            section = "sig"
+            m = re.match(r"signatures \(\d+, compile uses '(.*)'\):", line)
+            default = m.group(1) if m else None
         elif not line.startswith("  "):
             section = None
+        elif section == "sig":
+            m = re.match(r"  (\S+)", line)
+            if m and not line.startswith("   "):
+                sigs.append((m.group(1), [], 0))
+                continue
+            m = re.match(r"\s+(in|out)\s+\S+:\s+(\S+)\s+(\S+)\s+\[(.*)\]", line)
+            if m and sigs:
+                key, ins, nout = sigs[-1]
+                if m.group(1) == "in":
+                    ins.append((m.group(2), m.group(3), m.group(4)))
+                else:
+                    sigs[-1] = (key, ins, nout + 1)
         elif section == "in":
             m = re.match(r"\s+(\S+)\s+(\S+)\s+\[(.*)\]", line)
             if m:
@@ -51,7 +79,8 @@ def info(tfcc, path):
             m = re.match(r"\s+(\S+)\s+\((\S+)\)", line)
             if m:
                 fetches.append((m.group(1), m.group(2)))
-    return r.returncode, feeds, fetches, (r.stderr.strip().splitlines() or [""])[0]
+    sigs = [x for x in sigs if not x[0].startswith("__")]
+    return r.returncode, feeds, fetches, (r.stderr.strip().splitlines() or [""])[0], sigs, default
 
 
 # Graphs where the generic choice (every sink, unknown dims as 1) is not a
@@ -81,6 +110,63 @@ def dims_arg(shape):
     return "x".join("1" if p.strip() in ("-1", "?") else p.strip() for p in parts) or "scalar"
 
 
+# Dtypes tfcc cannot take as a fed tensor.
+NOT_FEEDABLE = ("string", "resource", "variant", "invalid", "?")
+
+
+def run_compile(args, path):
+    """("yes", "") or ("no", tfcc's first error without the file prefix)."""
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    if r.returncode == 0:
+        return "yes", ""
+    lines = [l for l in r.stderr.splitlines() if l.startswith("error:")] or r.stderr.splitlines() or [""]
+    msg = lines[0].replace("error: ", "", 1).replace(path + ": ", "")
+    if len(lines) > 1:
+        msg += " (+%d more)" % (len(lines) - 1)
+    return "no", msg
+
+
+def sig_feeds(ins):
+    """--feed for the signature inputs whose shape is not fully known."""
+    args = []
+    for name, dtype, shape in ins:
+        if dtype in NOT_FEEDABLE:
+            continue  # the compile reports it if it is needed
+        unknown = shape in ("unknown rank", "?") or any(p.strip() in ("-1", "?") for p in shape.split(","))
+        if unknown:
+            args += ["--feed", "%s:%s" % (name, dims_arg(shape))]
+    return args
+
+
+def try_signatures(tfcc, path, out, sigs, default):
+    """Compile as a user would: the default signature (no --fetch), or with
+    no default each signature by --signature KEY."""
+    base = [tfcc, "compile", path, "-o", out]
+    if default:
+        feeds = sig_feeds(next((ins for k, ins, _ in sigs if k == default), []))
+        ok, msg = run_compile(base + feeds, path)
+        if ok == "yes":
+            how = "compiles (signature '%s'" % default
+            return "yes", how + (", `%s`)" % " ".join(feeds) if feeds else ")")
+        return "no", msg
+    good, bad = [], []
+    for key, ins, _ in sigs:
+        ok, msg = run_compile(base + ["--signature", key] + sig_feeds(ins), path)
+        (good if ok == "yes" else bad).append((key, msg))
+    note = "no default signature: "
+    if good:
+        note += "%s compile%s" % (", ".join("`--signature %s`" % k for k, _ in good), "s" if len(good) == 1 else "")
+        if bad:
+            note += "; `%s`: %s" % bad[0]
+            if len(bad) > 1:
+                note += " (+%d more failing)" % (len(bad) - 1)
+        return "yes", note
+    note += "`--signature %s`: %s" % bad[0]
+    if len(bad) > 1:
+        note += " (+%d more failing)" % (len(bad) - 1)
+    return "no", note
+
+
 def try_compile(tfcc, models, entry, out):
     path = os.path.join(models, entry["file"])
     args = [tfcc, "compile", path, "-o", out]
@@ -99,11 +185,13 @@ def try_compile(tfcc, models, entry, out):
         how = "override"
         args += OVERRIDES[entry["file"]]
     else:
-        rc, feeds, fetches, err = info(tfcc, path)
+        rc, feeds, fetches, err, sigs, default = info(tfcc, path)
         if rc != 0:
             return "no", err.replace("error: ", "", 1).replace(path + ": ", "")
+        if sigs:
+            return try_signatures(tfcc, path, out, sigs, default)
         for name, dtype, shape in feeds:
-            if dtype in ("string", "resource", "variant", "invalid", "?"):
+            if dtype in NOT_FEEDABLE:
                 continue  # not a tensor tfcc can feed; the compile reports if it is needed
             args += ["--feed", "%s:%s" % (name, dims_arg(shape))]
         outs = [n for n, op in fetches if op not in SIDE_EFFECTS]
@@ -111,17 +199,13 @@ def try_compile(tfcc, models, entry, out):
             return "no", "no result to fetch (only side-effect sinks)"
         for n in outs:
             args += ["--fetch", n]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
-    if r.returncode == 0:
+    ok, msg = run_compile(args, path)
+    if ok == "yes":
         if how == "e2e":
             return "yes", "matches the TF.js reference (tests/e2e)"
         if how == "override":
             return "yes", "compiles with `%s`" % " ".join(OVERRIDES[entry["file"]])
         return "yes", "compiles"
-    lines = [l for l in r.stderr.splitlines() if l.startswith("error:")] or r.stderr.splitlines() or [""]
-    msg = lines[0].replace("error: ", "", 1).replace(path + ": ", "")
-    if len(lines) > 1:
-        msg += " (+%d more)" % (len(lines) - 1)
     return "no", msg
 
 

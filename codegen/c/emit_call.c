@@ -25,7 +25,7 @@ bool cgc_has_workspace(const IrNode *n)
 bool cgc_kernel_returns_status(const IrNode *n)
 {
     const OpInfo *oi = ir_op_info(n->op);
-    return oi && oi->kind != K_ELEM && n->op != OP_COPY;
+    return oi && oi->kind != K_ELEM && n->op != OP_COPY && n->op != OP_SYMVAL;
 }
 
 void cgc_kernel_comment(CgOut *o, const IrNode *n, const char *kname, const char *const *in_names,
@@ -89,29 +89,86 @@ static void output_names(const IrNode *n, char names[][16])
     }
 }
 
+/* Dim d of t as C: the literal, or for a data-dependent extent (ir/dyn.c)
+ * its expression over the run-time sizes sym[]. */
+static const char *dim_expr(const IrType *t, int d, char *buf, size_t n)
+{
+    if (t->shape.has_dyn && t->shape.dyn_dim == d)
+        return ir_aff_str(&t->shape.dyn, buf, n);
+    snprintf(buf, n, "%lld", (long long)t->shape.dims[d]);
+    return buf;
+}
+
 static void emit_descriptor(CgOut *o, const char *ptr, const IrType *t, bool is_const)
 {
     cg_printf(o, "{%s%s, %s, %d, {", is_const ? "(void *)" : "", ptr, cg_dtype_enum(t->dtype),
               t->shape.rank);
     if (t->shape.rank == 0)
         cg_printf(o, "0");
-    for (int d = 0; d < t->shape.rank; d++)
-        cg_printf(o, "%s%lld", d ? ", " : "", (long long)t->shape.dims[d]);
+    for (int d = 0; d < t->shape.rank; d++) {
+        char e[160];
+        cg_printf(o, "%s%s", d ? ", " : "", dim_expr(t, d, e, sizeof e));
+    }
     cg_printf(o, "}}");
+}
+
+bool cgc_needs_sym(const IrNode *n)
+{
+    return n->op == OP_SYMVAL || ir_node_has_dyn(n);
+}
+
+/* SYMVAL: y[i] = its expression over the run-time sizes. */
+static void emit_symval(CgOut *o, const IrNode *n, const char *kname)
+{
+    const IrAff *e = n->data;
+    const char *ct = cg_c_type(n->out[0].type.dtype);
+    int64_t cnt = ir_shape_count(&n->out[0].type.shape);
+    const char *none[1] = {""}, *outs[1] = {"y"};
+    cgc_kernel_comment(o, n, kname, none, outs, "y = run-time sizes (ir/dyn.c)");
+    cg_printf(o, "static void %s(%s *restrict y, const int64_t *sym)\n{\n", kname, ct);
+    o->indent++;
+    for (int64_t i = 0; i < cnt; i++) {
+        char b[160];
+        cg_printf(o, "y[%lld] = (%s)%s;\n", (long long)i, ct, ir_aff_str(&e[i], b, sizeof b));
+    }
+    o->indent--;
+    cg_printf(o, "}\n\n");
+}
+
+/* Parameters that depend on run-time extents, patched after the static
+ * initializer: topk's k, pad's after-padding. */
+static void emit_dyn_params(CgOut *o, const IrNode *n)
+{
+    if (n->op == OP_TOPK) {
+        char e[160];
+        const IrType *t = &n->out[0].type;
+        cg_printf(o, "p.i[%d] = %s;\n", TCRT_TOPK_K, dim_expr(t, t->shape.rank - 1, e, sizeof e));
+    } else if (n->op == OP_PAD) {
+        const IrType *x = ir_value_type(n->inputs[0]), *y = &n->out[0].type;
+        for (int d = 0; d < y->shape.rank; d++) {
+            if (!(x->shape.has_dyn && x->shape.dyn_dim == d) && !(y->shape.has_dyn && y->shape.dyn_dim == d))
+                continue;
+            char ey[160], ex[160];
+            cg_printf(o, "p.i[%d] = %s - %s - %lld;\n", 2 * d + 1, dim_expr(y, d, ey, sizeof ey),
+                      dim_expr(x, d, ex, sizeof ex), (long long)n->p.i[2 * d]);
+        }
+    }
 }
 
 static void emit_params(CgOut *o, const IrNode *n)
 {
     bool any_i = false, any_f = false;
+    const char *decl = ir_node_has_dyn(n) && (n->op == OP_TOPK || n->op == OP_PAD) ? "tcrt_params"
+                                                                                 : "static const tcrt_params";
     for (int k = 0; k < IR_MAX_IPARAM; k++)
         any_i |= n->p.i[k] != 0;
     for (int k = 0; k < IR_MAX_FPARAM; k++)
         any_f |= n->p.f[k] != 0 || signbit(n->p.f[k]);
     if (!any_i && !any_f) {
-        cg_printf(o, "static const tcrt_params p = {{0}, {0}};\n");
+        cg_printf(o, "%s p = {{0}, {0}};\n", decl);
         return;
     }
-    cg_printf(o, "static const tcrt_params p = {");
+    cg_printf(o, "%s p = {", decl);
     if (any_i) {
         cg_printf(o, ".i = {");
         bool first = true;
@@ -174,7 +231,7 @@ bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st)
         if (!cg_c_type(n->out[k].type.dtype))
             ok = st_errorf(st, ST_UNSUPPORTED, "node '%s' (%s): dtype %s not supported", who, who_op,
                            tcrt_dtype_name(n->out[k].type.dtype));
-    if (ok && n->op != OP_COPY && !fn)
+    if (ok && n->op != OP_COPY && n->op != OP_SYMVAL && !fn)
         ok = st_errorf(st, ST_UNSUPPORTED, "node '%s' (%s): no runtime kernel for op %s", who, who_op,
                        ir_op_name(n->op));
     if (!ok) {
@@ -183,13 +240,27 @@ bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st)
         return false;
     }
 
+    if (n->op == OP_SYMVAL) {
+        emit_symval(o, n, kname);
+        xx_free(in_names);
+        xx_free(in_ptrs);
+        return true;
+    }
     if (n->op == OP_COPY) {
         size_t bytes = ir_type_bytes(&n->out[0].type);
+        const IrType *yt = &n->out[0].type;
         cgc_kernel_comment(o, n, kname, in_ptrs, out_ptrs, "y = x (same bytes, new shape)");
-        cg_printf(o, "static void %s(const void *x, void *y)\n{\n", kname);
+        cg_printf(o, "static void %s(const void *x, void *y%s)\n{\n", kname,
+                  cgc_needs_sym(n) ? ", const int64_t *sym" : "");
         o->indent++;
         cg_printf(o, "if (x != y)\n");
-        cg_printf(o, "    memcpy(y, x, %zu);\n", bytes);
+        if (yt->shape.has_dyn) { /* the valid rows only: the extent times the rest */
+            char e[160];
+            size_t row = bytes / (size_t)(yt->shape.dims[yt->shape.dyn_dim] ? yt->shape.dims[yt->shape.dyn_dim] : 1);
+            cg_printf(o, "    memcpy(y, x, (size_t)%s * %zu);\n", dim_expr(yt, yt->shape.dyn_dim, e, sizeof e), row);
+        } else {
+            cg_printf(o, "    memcpy(y, x, %zu);\n", bytes);
+        }
         o->indent--;
         cg_printf(o, "}\n\n");
         xx_free(in_names);
@@ -209,9 +280,13 @@ bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st)
                   out_names[k]);
     if (ws)
         cg_printf(o, ", uint8_t *restrict ws");
+    if (cgc_needs_sym(n))
+        cg_printf(o, ", const int64_t *sym");
     cg_printf(o, ")\n{\n");
     o->indent++;
     emit_params(o, n);
+    if (ir_node_has_dyn(n))
+        emit_dyn_params(o, n);
     if (n->n_inputs > 0) {
         cg_printf(o, "tcrt_tensor in[%d] = {\n", n->n_inputs);
         o->indent++;

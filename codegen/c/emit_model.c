@@ -853,6 +853,28 @@ static bool has_allreduce(const IrGraph *g)
     return false;
 }
 
+/* After the kernel of n: the run-time sizes (ir/dyn.c) n produces, read
+ * from its buffers and checked against the bounds the compiler proved (the
+ * buffers downstream are planned at those bounds). */
+static void emit_sym_reads(CgOut *o, const IrGraph *g, const IrNode *n)
+{
+    if (g->parent)
+        return;
+    for (int i = 0; i < g->n_syms; i++) {
+        const IrSym *s = &g->syms[i];
+        if (s->src.node != n)
+            continue;
+        const IrOut *out = &n->out[s->src.index];
+        char origin[256];
+        cg_comment_text(n->origin ? n->origin : "?", origin, sizeof origin);
+        cg_printf(o, "/* sym[%d]: a size known at run time (TF node: %s), proved in [%lld, %lld] */\n", i, origin,
+                  (long long)s->lo, (long long)s->hi);
+        cg_printf(o, "sym[%d] = *(const %s *)(a + %lld);\n", i, cg_c_type(out->type.dtype), (long long)out->offset);
+        cg_printf(o, "if (sym[%d] < %lld || sym[%d] > %lld)\n    return TCRT_ERR_RUNTIME;\n", i, (long long)s->lo, i,
+                  (long long)s->hi);
+    }
+}
+
 static void emit_call(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *k)
 {
     const IrNode *n = k->node;
@@ -887,7 +909,10 @@ static void emit_call(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *k)
         else
             cg_printf(o, "%sNULL", wide ? ",\n    " : ", ");
     }
+    if (!k->is_elem && cgc_needs_sym(n))
+        cg_printf(o, "%ssym", wide ? ",\n    " : ", ");
     cg_printf(o, ")%s;\n", is_status ? ")" : "");
+    emit_sym_reads(o, g, n);
 }
 
 /* Writes region ri (index into c->rgs) after the regions nested in it: its
@@ -1149,6 +1174,15 @@ static bool write_source(Ctx *c)
                 "    (void)w;\n",
                 holes);
     o.indent = 1;
+    if (g->n_syms > 0) {
+        if (c->mpi) {
+            free_kernels(ks, n_ks);
+            fclose(f);
+            return st_errorf(c->st, ST_UNSUPPORTED,
+                             "data-dependent sizes (NonMaxSuppression, Where) are not supported with --cluster yet");
+        }
+        cg_printf(&o, "int64_t sym[%d] = {0}; /* sizes known at run time (ir/dyn.c) */\n", g->n_syms);
+    }
     emit_calls(c, &o, g, ks, n_ks);
     free_kernels(ks, n_ks);
     cg_printf(&o, "return TCRT_OK;\n");

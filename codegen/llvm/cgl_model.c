@@ -462,6 +462,10 @@ bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t
                              "(host executable) links MPI",
                              n->origin ? n->origin : "?");
     }
+    if (g->n_syms > 0)
+        return st_errorf(st, ST_UNSUPPORTED,
+                         "--backend llvm: the graph has data-dependent sizes (NonMaxSuppression, Where, ...: "
+                         "ir/dyn.c), which only --backend c supports so far");
     init_targets();
     char *err = NULL;
     LLVMTargetRef target;

@@ -152,7 +152,7 @@ bool onnx_tensor_to_const(IrGraph *g, const Onnx__TensorProto *tp, const char *f
     if (tp->n_dims > IR_MAX_RANK)
         return st_errorf(st, ST_ERROR, "%s: %s: rank %zu is more than the supported %d", file, what,
                          tp->n_dims, IR_MAX_RANK);
-    IrShape s;
+    IrShape s = {0};
     memset(&s, 0, sizeof s);
     s.rank = (int)tp->n_dims;
     for (size_t i = 0; i < tp->n_dims; i++) {
@@ -370,7 +370,7 @@ static bool tensor_input(IrGraph *g, const char *name, const Onnx__TypeProto__Te
                          const OnnxImportOptions *o, IrValue *out, Status *st)
 {
     const TfFeedSpec *spec = find_spec(o, name);
-    IrType t;
+    IrType t = {0};
     memset(&t, 0, sizeof t);
     if (!map_dtype(tt->elem_type, &t.dtype))
         return st_errorf(st, ST_UNSUPPORTED, "%s: graph input '%s': element type %s (%d) is not supported",

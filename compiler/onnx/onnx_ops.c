@@ -700,7 +700,7 @@ static bool pool_finish(OnnxCtx *c, Op op, IrValue acc, IrShape xs, int nsp, con
             cnt[i] = n_el ? n_el : 1;
             cntf[i] = (float)cnt[i];
         }
-        IrShape cs;
+        IrShape cs = {0};
         cs.rank = r;
         cs.dims[0] = cs.dims[1] = 1;
         for (int d = 0; d < nsp; d++)
@@ -1214,7 +1214,7 @@ static bool lower_squeeze(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
                                (long long)s.dims[axes[i]]);
         drop[axes[i]] = true;
     }
-    IrShape r;
+    IrShape r = {0};
     r.rank = 0;
     for (int i = 0; i < s.rank; i++)
         if (!(n ? drop[i] : s.dims[i] == 1))
@@ -1246,7 +1246,7 @@ static bool lower_unsqueeze(OnnxCtx *c, const IrValue *in, int n_in, IrValue *ou
             return onnx_errorf(c, "axis %lld given twice", (long long)axes[i]);
         ins[axes[i]] = true;
     }
-    IrShape o;
+    IrShape o = {0};
     o.rank = r;
     for (int i = 0, k = 0; i < r; i++)
         o.dims[i] = ins[i] ? 1 : s.dims[k++];
@@ -1356,7 +1356,7 @@ static bool lower_prelu(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
         return false;
     IrValue x = in[0], slope = in[1];
     const IrShape *xs = shape_of(x), *ss = shape_of(slope);
-    IrShape r;
+    IrShape r = {0};
     if (ss->rank == 1 && xs->rank > 2 && ss->dims[0] == xs->dims[1] && !ir_broadcast_shapes(xs, ss, &r)) {
         int64_t d[IR_MAX_RANK]; /* a per-channel slope (opset < 7 semantics) */
         d[0] = ss->dims[0];
@@ -1527,7 +1527,7 @@ static bool lower_argreduce(OnnxCtx *c, Op op, const IrValue *in, int n_in, IrVa
     IrParams p;
     memset(&p, 0, sizeof p);
     p.i[TCRT_ARG_AXIS] = axis;
-    IrType t;
+    IrType t = {0};
     memset(&t, 0, sizeof t);
     t.dtype = TCRT_I64;
     IrValue y = ir_emit1(c->g, op, &x, 1, &p, &t, c->st);
@@ -1557,7 +1557,7 @@ static IrValue slice(OnnxCtx *c, IrValue x, const int64_t *begin, const int64_t 
     const IrShape *s = shape_of(x);
     IrParams p;
     memset(&p, 0, sizeof p);
-    IrType t;
+    IrType t = {0};
     t.dtype = dtype_of(x);
     t.shape = *s;
     for (int i = 0; i < s->rank; i++) {
@@ -1945,7 +1945,7 @@ static IrValue iota_along(OnnxCtx *c, int64_t n, int d, int r)
     }
     for (int64_t i = 0; i < n; i++)
         v[i] = i;
-    IrShape s;
+    IrShape s = {0};
     s.rank = r;
     for (int i = 0; i < r; i++)
         s.dims[i] = i == d ? n : 1;
@@ -2093,7 +2093,7 @@ static IrValue nll(OnnxCtx *c, IrValue logp, IrValue target, IrValue weight)
         return (IrValue){NULL, 0};
     }
     tcrt_dtype dt = dtype_of(logp);
-    IrShape t1; /* target with a C axis of 1 */
+    IrShape t1 = {0}; /* target with a C axis of 1 */
     t1.rank = xs.rank;
     t1.dims[0] = ts.dims[0];
     t1.dims[1] = 1;
@@ -2715,7 +2715,7 @@ static bool lower_hardmax(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
     IrParams p;
     memset(&p, 0, sizeof p);
     p.i[TCRT_ARG_AXIS] = axis;
-    IrType t;
+    IrType t = {0};
     memset(&t, 0, sizeof t);
     t.dtype = TCRT_I64;
     IrValue am = ir_emit1(c->g, OP_ARGMAX, &x, 1, &p, &t, c->st);
@@ -2756,7 +2756,7 @@ static bool lower_one_hot(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
         return false;
     IrValue idx = wrap_indices(c, in[0], depth); /* casts to int64 (floats truncate) */
     TRY(idx);
-    IrShape us;
+    IrShape us = {0};
     us.rank = r;
     for (int d = 0, k = 0; d < r; d++)
         us.dims[d] = d == axis ? 1 : is.dims[k++];
@@ -3316,14 +3316,14 @@ static bool lower_scatter_nd(OnnxCtx *c, const IrValue *in, int n_in, IrValue *o
     if (dtype_of(idx) != TCRT_I64)
         TRY(idx = ir_cast(c->g, idx, TCRT_I64, c->st));
     TRY(idx = reshape_to(c, idx, 2, (int64_t[]){n, q}));
-    IrShape ush; /* one update: ones over the q leading dims, then data dims q.. */
+    IrShape ush = {0}; /* one update: ones over the q leading dims, then data dims q.. */
     ush.rank = ds.rank;
     for (int d = 0; d < ds.rank; d++)
         ush.dims[d] = d < q ? 1 : ds.dims[d];
     int64_t per = ir_shape_count(&ush);
     IrValue upd = reshape_to(c, in[2], 2, (int64_t[]){n, per});
     TRY(upd);
-    IrShape one;
+    IrShape one = {0};
     one.rank = ds.rank;
     for (int d = 0; d < ds.rank; d++)
         one.dims[d] = 1;
@@ -3374,7 +3374,7 @@ static bool lower_reverse_sequence(OnnxCtx *c, const IrValue *in, int n_in, IrVa
         TRY(len = ir_cast(c->g, len, TCRT_I64, c->st));
     int64_t nt = xs.dims[ta];
     len = bin(c, OP_MIN, bin(c, OP_MAX, len, scalar(c, TCRT_I64, 0)), scalar(c, TCRT_I64, (double)nt));
-    IrShape lb;
+    IrShape lb = {0};
     lb.rank = xs.rank;
     for (int d = 0; d < xs.rank; d++)
         lb.dims[d] = d == ba ? xs.dims[ba] : 1;

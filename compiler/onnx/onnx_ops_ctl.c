@@ -664,7 +664,7 @@ bool onnx_lower_scan(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
             ok = onnx_errorf(c, "scan output %d: axis out of range", kk);
             break;
         }
-        IrShape us;
+        IrShape us = {0};
         us.rank = es->rank + 1;
         for (int d = 0, e = 0; d < us.rank; d++)
             us.dims[d] = d == ax ? 1 : es->dims[e++];

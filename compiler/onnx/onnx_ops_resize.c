@@ -210,7 +210,7 @@ static IrValue resize_axis(OnnxCtx *c, const ResizeCfg *cfg, IrValue x, int d, i
         y = x;
         goto done;
     }
-    IrShape along; /* [1, .., out, .., 1] */
+    IrShape along = {0}; /* [1, .., out, .., 1] */
     along.rank = r;
     for (int i = 0; i < r; i++)
         along.dims[i] = i == d ? out : 1;

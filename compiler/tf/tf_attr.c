@@ -529,7 +529,7 @@ static size_t value_count(const Tensorflow__TensorProto *tp, tcrt_dtype dt, bool
 
 bool tf_tensor_to_const(TfCtx *c, const Tensorflow__TensorProto *tp, IrValue *v)
 {
-    IrShape shape;
+    IrShape shape = {0};
     int64_t count;
     if (!tensor_shape(c, tp->tensor_shape, &shape, &count))
         return false;

@@ -655,7 +655,7 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
     const Tensorflow__NodeDef *nd = im->gd->node[node];
 
     /* dtype: the spec's, else the node's dtype or T attr. */
-    IrType t;
+    IrType t = {0};
     t.dtype = spec->dtype;
     if (t.dtype == TCRT_INVALID) {
         TfCtx c = {im->g, o->file, nd, NULL, im->st, im->gd->library, im->state};
@@ -678,7 +678,7 @@ static bool add_feed(Importer *im, const TfFeedSpec *spec)
         a = node_attr(nd, "_output_shapes");
         if (a && a->value_case == TENSORFLOW__ATTR_VALUE__VALUE_LIST && a->list &&
             (size_t)index < a->list->n_shape) {
-            IrShape s2;
+            IrShape s2 = {0};
             bool known2;
             if (read_shape(a->list->shape[index], &s2, &known2) && (known2 || !have_graph_shape)) {
                 graph_shape = s2;
@@ -2297,6 +2297,38 @@ static bool set_mark(Importer *im, Rec *r, int j, int mark)
 
 static void read_after_assign(Importer *im, const NodeInfo *a, IrValue *in);
 
+/* TensorFlow ops whose lowering keeps an input's run-time extent (ir/dyn.c)
+ * right: elementwise math, moves along the other dims, shapes, sums.  Any
+ * other op (Mean's divisor, Size, Unpack's count would be the bound's)
+ * stops with an error naming it. */
+static const char *const dyn_ops[] = {
+    "Identity", "StopGradient", "Snapshot", "Cast", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Square",
+    "Sigmoid", "Tanh", "Relu", "Relu6", "Floor", "Ceil", "Round", "Sign", "Reciprocal", "LogicalNot", "Add",
+    "AddV2", "Sub", "Mul", "RealDiv", "Div", "DivNoNan", "FloorDiv", "FloorMod", "Maximum", "Minimum", "Pow",
+    "SquaredDifference", "Greater", "GreaterEqual", "Less", "LessEqual", "Equal", "NotEqual", "LogicalAnd",
+    "LogicalOr", "Select", "SelectV2", "Where", "GatherV2", "Gather", "ConcatV2", "Concat", "Pack", "Reshape",
+    "Squeeze", "ExpandDims", "Shape", "Slice", "StridedSlice", "Split", "Pad", "PadV2", "TopKV2", "Sum", "Max",
+    "Min", "Prod", "ZerosLike", "OnesLike", "NonMaxSuppressionV3", "NonMaxSuppressionV4", "NonMaxSuppressionV5",
+    NULL};
+
+static bool dyn_input_ok(Importer *im, const Tensorflow__NodeDef *nd, int n_in)
+{
+    for (int i = 0; i < n_in; i++) {
+        const IrShape *s = im->in_buf[i].node ? &ir_value_type(im->in_buf[i])->shape : NULL;
+        if (!s || !s->has_dyn)
+            continue;
+        for (int k = 0; dyn_ops[k]; k++)
+            if (strcmp(node_op(nd), dyn_ops[k]) == 0)
+                return true;
+        char sh[200];
+        return lerr(im,
+                    "node '%s' (%s): input %d has a data-dependent size (%s, known only at run time: from "
+                    "NonMaxSuppression, Where or a computed Range/Slice/Fill), which %s does not support yet",
+                    node_name(nd), node_op(nd), i, ir_shape_str(s, sh, sizeof sh), node_op(nd));
+    }
+    return true;
+}
+
 /* An ordinary op: through its row, unless an input is dead or elsewhere. */
 static bool lower_plain(Importer *im, Ctx *c, int j, Rec *r)
 {
@@ -2323,6 +2355,8 @@ static bool lower_plain(Importer *im, Ctx *c, int j, Rec *r)
         return set_mark(im, r, j, dead ? TV_DEAD : TV_ELSEWHERE);
     if (a->n_ctl > 0 && a->n_in > 0)
         read_after_assign(im, a, im->in_buf);
+    if (!dyn_input_ok(im, nd, a->n_in))
+        return false;
     ir_graph_set_origin(c->g, node_name(nd), node_op(nd));
     im->cur_node = j;
     TfCtx tc = {c->g, NULL, nd, a->row, im->st, im->gd->library, im->state};
@@ -2919,7 +2953,7 @@ bool tf_state_elem_hint(const TfCtx *c, const char *creator, IrShape *elem)
 void tf_state_elem_learn(const TfCtx *c, const char *creator, const IrShape *elem)
 {
     ElemHints *h = c->state && c->state->im ? c->state->im->hints : NULL;
-    IrShape known;
+    IrShape known = {0};
     if (!h || !creator || strlen(creator) >= sizeof h->name[0] || h->n >= TF_MAX_ELEM_HINTS ||
         tf_state_elem_hint(c, creator, &known))
         return;
@@ -3181,7 +3215,7 @@ bool tf_state_variable(TfCtx *c, IrValue *out)
         return tf_errorf(c,
                          "variable read inside a loop body or cond branch is not supported (read it outside "
                          "and pass the value in)");
-    IrType t;
+    IrType t = {0};
     const Tensorflow__AttrValue *sa = node_attr(c->nd, "shape");
     bool known = false;
     if (!tf_attr_type(c, "dtype", &t.dtype))

@@ -95,7 +95,7 @@ static bool const_num1(TfCtx *c, IrValue v, const char *what, double *out)
 
 static IrType type_of(tcrt_dtype dt, const IrShape *s)
 {
-    IrType t;
+    IrType t = {0};
     t.dtype = dt;
     t.shape = *s;
     return t;
@@ -227,7 +227,7 @@ static bool lower_reshape(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
             known *= want[i];
         }
     }
-    IrShape to;
+    IrShape to = {0};
     to.rank = n;
     for (int i = 0; i < n; i++)
         to.dims[i] = want[i];
@@ -289,7 +289,7 @@ static bool lower_expand_dims(TfCtx *c, const IrValue *in, int n_in, IrValue *ou
         return tf_errorf(c, "rank %d is already the maximum", s->rank);
     if (!norm_axis(c, "dim", dim, s->rank + 1, &d))
         return false;
-    IrShape to;
+    IrShape to = {0};
     to.rank = s->rank + 1;
     for (int i = 0, j = 0; i < to.rank; i++)
         to.dims[i] = i == d ? 1 : s->dims[j++];
@@ -326,6 +326,16 @@ static bool lower_shape(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int
     tcrt_dtype dt;
     if (!need_inputs(c, n_in, 1) || !out_int_type(c, &dt))
         return false;
+    const IrShape *s = &ir_value_type(in[0])->shape;
+    if (s->has_dyn) { /* the extent known at run time as an expression (ir/dyn.c) */
+        IrAff e[IR_MAX_RANK];
+        for (int d = 0; d < s->rank; d++)
+            e[d] = ir_shape_extent(s, d);
+        IrShape vs = {1, {s->rank}};
+        out[0] = ir_sv_value(c->g, dt, &vs, e, c->st);
+        *n_out = 1;
+        return ok(out[0]);
+    }
     out[0] = shape_const(c, in[0], dt);
     *n_out = 1;
     return ok(out[0]);
@@ -378,10 +388,79 @@ static IrValue broadcast_to(TfCtx *c, IrValue x, const IrShape *s)
     return ir_emit1(c->g, OP_BROADCAST, &x, 1, NULL, &t, c->st);
 }
 
+/* ---- sizes known only at run time (ir/dyn.c) ---- */
+
+static bool int_dtype(tcrt_dtype dt)
+{
+    return dt == TCRT_I8 || dt == TCRT_I16 || dt == TCRT_I32 || dt == TCRT_I64 || dt == TCRT_U8 ||
+           dt == TCRT_U16 || dt == TCRT_U32 || dt == TCRT_U64;
+}
+
+/* Element i of integer value v as an expression (a constant, a known
+ * run-time size, or a new one). */
+static bool dyn_elem(TfCtx *c, IrValue v, int64_t i, IrAff *e)
+{
+    return ir_value_elem(c->g, v, i, e, c->st);
+}
+
+static bool dyn_extent(TfCtx *c, IrShape *s, int d, const IrAff *e)
+{
+    char why[300];
+    if (!ir_shape_set_extent(c->g, s, d, e, why, sizeof why))
+        return tf_errorf(c, "%s (data-dependent size)", why);
+    return true;
+}
+
+/* The elements (row-major) of an integer value of at most max entries. */
+static bool dyn_vector(TfCtx *c, IrValue v, const char *what, IrAff *e, int max, int *n)
+{
+    const IrType *t = ir_value_type(v);
+    if (!int_dtype(t->dtype) || t->shape.has_dyn)
+        return tf_errorf(c, "%s must be a static-size integer tensor, got %s", what, tcrt_dtype_name(t->dtype));
+    int64_t cnt = ir_shape_count(&t->shape);
+    if (cnt > max)
+        return tf_errorf(c, "%s has %lld entries, more than %d", what, (long long)cnt, max);
+    for (int64_t i = 0; i < cnt; i++)
+        if (!dyn_elem(c, v, i, &e[i]))
+            return false;
+    *n = (int)cnt;
+    return true;
+}
+
+/* A scalar int64 value holding expression e. */
+static IrValue aff_value(TfCtx *c, const IrAff *e)
+{
+    IrShape scalar = {0, {0}};
+    return ir_sv_value(c->g, TCRT_I64, &scalar, e, c->st);
+}
+
+static bool fill_dyn(TfCtx *c, const IrValue *in, IrValue *out)
+{
+    IrAff e[IR_MAX_RANK];
+    int n = 0;
+    if (!dyn_vector(c, in[0], "dims", e, IR_MAX_RANK, &n))
+        return false;
+    IrShape s = {0};
+    s.rank = n;
+    for (int d = 0; d < n; d++)
+        if (!dyn_extent(c, &s, d, &e[d]))
+            return false;
+    IrShape scalar = {0, {0}};
+    if (ir_shape_count(&ir_value_type(in[1])->shape) != 1)
+        return tf_errorf(c, "value must be a scalar");
+    IrValue v = reshape_to(c, in[1], &scalar);
+    out[0] = ok(v) ? broadcast_to(c, v, &s) : v;
+    return ok(out[0]);
+}
+
 static bool lower_fill(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     if (!need_inputs(c, n_in, 2))
         return false;
+    if (!ir_is_const(in[0])) {
+        *n_out = 1;
+        return fill_dyn(c, in, out);
+    }
     int64_t dims[IR_MAX_RANK + 1];
     int n = 0;
     char a[128];
@@ -389,7 +468,7 @@ static bool lower_fill(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int 
         return false;
     if (n > IR_MAX_RANK)
         return tf_errorf(c, "dims has rank %d, more than %d", n, IR_MAX_RANK);
-    IrShape s;
+    IrShape s = {0};
     s.rank = n;
     for (int i = 0; i < n; i++) {
         if (dims[i] < 0)
@@ -429,10 +508,42 @@ static bool lower_ones_like(TfCtx *c, const IrValue *in, int n_in, IrValue *out,
     return like(c, in, n_in, out, n_out, 1);
 }
 
+/* Range(start, limit, delta) with integer start and delta +-1 and a limit
+ * computed at run time: |limit - start| elements. */
+static bool range_dyn(TfCtx *c, const IrValue *in, IrValue *out)
+{
+    tcrt_dtype dt;
+    int64_t start, delta;
+    if (!tf_attr_type(c, "Tidx", &dt) || !const_int1(c, in[0], "start", &start) ||
+        !const_int1(c, in[2], "delta", &delta))
+        return false;
+    if (!int_dtype(dt) || (delta != 1 && delta != -1))
+        return tf_errorf(c, "a Range whose limit is computed at run time needs integer values and delta 1 or -1 "
+                            "(data-dependent size)");
+    IrAff lim, n;
+    IrAff st0 = ir_aff_const(start);
+    if (!dyn_elem(c, in[1], 0, &lim) || !ir_aff_add(delta > 0 ? &lim : &st0, delta > 0 ? &st0 : &lim, -1, &n))
+        return ok((IrValue){NULL, 0}) || tf_errorf(c, "limit: extent too complex");
+    IrShape s = {1, {0}};
+    if (!dyn_extent(c, &s, 0, &n))
+        return false;
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    p.f[TCRT_RANGE_START] = (double)start;
+    p.f[TCRT_RANGE_DELTA] = (double)delta;
+    IrType t = type_of(dt, &s);
+    out[0] = ir_emit1(c->g, OP_RANGE, NULL, 0, &p, &t, c->st);
+    return ok(out[0]);
+}
+
 static bool lower_range(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     double start, limit, delta;
     tcrt_dtype dt;
+    if (n_in == 3 && !ir_is_const(in[1]) && ir_is_const(in[0]) && ir_is_const(in[2])) {
+        *n_out = 1;
+        return range_dyn(c, in, out);
+    }
     if (!need_inputs(c, n_in, 3) || !const_num1(c, in[0], "start", &start) ||
         !const_num1(c, in[1], "limit", &limit) || !const_num1(c, in[2], "delta", &delta) ||
         !tf_attr_type(c, "Tidx", &dt))
@@ -534,7 +645,7 @@ static bool lower_pack(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int 
         return tf_errorf(c, "rank %d is already the maximum", s->rank);
     if (!norm_axis(c, "axis", axis64, s->rank + 1, &axis))
         return false;
-    IrShape e;
+    IrShape e = {0};
     e.rank = s->rank + 1;
     for (int i = 0, j = 0; i < e.rank; i++)
         e.dims[i] = i == axis ? 1 : s->dims[j++];
@@ -684,11 +795,64 @@ static bool lower_split_v(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
 
 /* ---- slicing ------------------------------------------------------------ */
 
+/* Slice with sizes computed at run time or of an input with a run-time
+ * extent: begin constant; a size that may be -1 at run time ("to the
+ * end") becomes Select(size < 0, extent - begin, size). */
+static bool slice_dyn(TfCtx *c, const IrValue *in, IrValue *out)
+{
+    int64_t begin[IR_MAX_RANK + 1], stride[IR_MAX_RANK];
+    int nb = 0, ns = 0;
+    IrAff size[IR_MAX_RANK + 1];
+    if (!ir_is_const(in[1]))
+        return tf_errorf(c, "begin computed at run time is not supported (data-dependent size)");
+    if (!tf_const_ints(c, in[1], "begin", begin, IR_MAX_RANK + 1, &nb) ||
+        !dyn_vector(c, in[2], "size", size, IR_MAX_RANK + 1, &ns))
+        return false;
+    const IrShape *s = &ir_value_type(in[0])->shape;
+    if (nb != s->rank || ns != s->rank)
+        return tf_errorf(c, "begin and size must have one entry per dim of the input (rank %d)", s->rank);
+    IrShape to = {0};
+    to.rank = s->rank;
+    for (int d = 0; d < s->rank; d++) {
+        stride[d] = 1;
+        IrAff ext = ir_shape_extent(s, d), rest, e;
+        IrAff b = ir_aff_const(begin[d]);
+        if (begin[d] < 0 || begin[d] > s->dims[d] || !ir_aff_add(&ext, &b, -1, &rest))
+            return tf_errorf(c, "begin %lld out of bounds for dim %d", (long long)begin[d], d);
+        int64_t lo, hi;
+        ir_aff_range(c->g, &size[d], &lo, &hi);
+        if (ir_aff_is_const(&size[d]) && size[d].c == -1) {
+            e = rest;
+        } else if (lo >= 0) {
+            e = size[d];
+        } else if (ir_aff_is_const(&size[d])) {
+            return tf_errorf(c, "size %lld of dim %d is negative", (long long)size[d].c, d);
+        } else {
+            IrAff zero = ir_aff_const(0);
+            IrValue sz = aff_value(c, &size[d]), r = aff_value(c, &rest), z = aff_value(c, &zero);
+            IrValue neg = ok(sz) && ok(z) ? ir_binary(c->g, OP_LT, sz, z, c->st) : sz;
+            IrValue sel = (IrValue){NULL, 0};
+            if (ok(neg) && ok(r))
+                sel = ir_emit1(c->g, OP_SELECT, (IrValue[]){neg, r, sz}, 3, NULL, NULL, c->st);
+            if (!ok(sel) || !ir_sym_of(c->g, sel, &e, c->st))
+                return false;
+        }
+        if (!dyn_extent(c, &to, d, &e))
+            return false;
+    }
+    out[0] = slice_of(c, in[0], begin, stride, &to);
+    return ok(out[0]);
+}
+
 static bool lower_slice(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     int64_t begin[IR_MAX_RANK + 1], size[IR_MAX_RANK + 1], stride[IR_MAX_RANK];
     int nb = 0, ns = 0;
     char a[128], b[128], d2[128];
+    if (n_in == 3 && (!ir_is_const(in[2]) || ir_value_type(in[0])->shape.has_dyn)) {
+        *n_out = 1;
+        return slice_dyn(c, in, out);
+    }
     if (!need_inputs(c, n_in, 3) || !tf_const_ints(c, in[1], "begin", begin, IR_MAX_RANK + 1, &nb) ||
         !tf_const_ints(c, in[2], "size", size, IR_MAX_RANK + 1, &ns))
         return false;
@@ -869,11 +1033,51 @@ static bool lower_transpose(TfCtx *c, const IrValue *in, int n_in, IrValue *out,
 }
 
 /* mode: 0 constant, 1 reflect, 2 symmetric (TCRT_PAD_MODE). */
+/* Pad with paddings computed at run time or of an input with a run-time
+ * extent: before-paddings constant, after-paddings any expression. */
+static bool pad_dyn(TfCtx *c, const IrValue *in, int mode, double value, IrValue *out)
+{
+    IrAff pads[2 * IR_MAX_RANK + 1];
+    int n = 0;
+    if (!dyn_vector(c, in[1], "paddings", pads, 2 * IR_MAX_RANK + 1, &n))
+        return false;
+    const IrShape *s = &ir_value_type(in[0])->shape;
+    if (n != 2 * s->rank)
+        return tf_errorf(c, "paddings must have shape [%d,2]", s->rank);
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    IrShape to = {0};
+    to.rank = s->rank;
+    for (int d = 0; d < s->rank; d++) {
+        const IrAff *b = &pads[2 * d], *a = &pads[2 * d + 1];
+        if (!ir_aff_is_const(b) || b->c < 0)
+            return tf_errorf(c, "a before-padding computed at run time is not supported (data-dependent size)");
+        p.i[2 * d] = b->c;
+        p.i[2 * d + 1] = ir_aff_is_const(a) ? a->c : IR_PAD_RUNTIME;
+        if (ir_aff_is_const(a) && a->c < 0)
+            return tf_errorf(c, "paddings of dim %d are negative", d);
+        IrAff ext = ir_shape_extent(s, d), e;
+        if (!ir_aff_add(&ext, b, 1, &e) || !ir_aff_add(&e, a, 1, &e))
+            return tf_errorf(c, "paddings of dim %d: extent too complex (data-dependent size)", d);
+        if (!dyn_extent(c, &to, d, &e))
+            return false;
+    }
+    p.i[TCRT_PAD_MODE] = mode;
+    p.f[0] = value;
+    IrType t = type_of(ir_value_type(in[0])->dtype, &to);
+    out[0] = ir_emit1(c->g, OP_PAD, in, 1, &p, &t, c->st);
+    return ok(out[0]);
+}
+
 static bool pad_common(TfCtx *c, const IrValue *in, int mode, double value, IrValue *out, int *n_out)
 {
     int64_t pads[2 * IR_MAX_RANK + 1];
     int n = 0;
     char a[128], b[256];
+    if (!ir_is_const(in[1]) || ir_value_type(in[0])->shape.has_dyn) {
+        *n_out = 1;
+        return pad_dyn(c, in, mode, value, out);
+    }
     if (!tf_const_ints(c, in[1], "paddings", pads, 2 * IR_MAX_RANK + 1, &n))
         return false;
     const IrShape *s = &ir_value_type(in[0])->shape;
@@ -1595,12 +1799,29 @@ static bool lower_topk_v2(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
     bool sorted;
     tcrt_dtype it;
     char a[128];
-    if (!need_inputs(c, n_in, 2) || !const_int1(c, in[1], "k", &k) || !tf_attr_bool(c, "sorted", &sorted) ||
-        !tf_attr_type(c, "index_type", &it))
+    IrAff ke = ir_aff_const(0);
+    if (!need_inputs(c, n_in, 2) || !tf_attr_bool(c, "sorted", &sorted) || !tf_attr_type(c, "index_type", &it))
         return false;
     const IrShape *s = &ir_value_type(in[0])->shape;
     if (s->rank < 1)
         return tf_errorf(c, "input must have rank >= 1");
+    if (!ir_is_const(in[1])) { /* k known at run time (ir/dyn.c) */
+        if (!dyn_elem(c, in[1], 0, &ke))
+            return false;
+    } else if (!const_int1(c, in[1], "k", &k)) {
+        return false;
+    }
+    IrType given = {ir_value_type(in[0])->dtype, *s};
+    bool dyn_k = !ir_is_const(in[1]) && !ir_aff_is_const(&ke);
+    if (!ir_is_const(in[1]) && ir_aff_is_const(&ke))
+        k = ke.c;
+    if (dyn_k) {
+        int64_t lo, hi;
+        ir_aff_range(c->g, &ke, &lo, &hi);
+        k = hi < s->dims[s->rank - 1] ? hi : s->dims[s->rank - 1];
+        if (!dyn_extent(c, &given.shape, s->rank - 1, &ke))
+            return false;
+    }
     if (k < 0 || k > s->dims[s->rank - 1])
         return tf_errorf(c, "k %lld out of range for last dim of shape %s", (long long)k, shp(s, a, sizeof a));
     if (it != TCRT_I32 && it != TCRT_I64)
@@ -1609,7 +1830,7 @@ static bool lower_topk_v2(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
     memset(&p, 0, sizeof p);
     p.i[TCRT_TOPK_K] = k;
     p.i[TCRT_TOPK_SORTED] = sorted;
-    IrNode *n = ir_emit(c->g, OP_TOPK, in, 1, &p, NULL, c->st);
+    IrNode *n = ir_emit(c->g, OP_TOPK, in, 1, &p, dyn_k ? &given : NULL, c->st);
     if (!n)
         return false;
     out[0] = (IrValue){n, 0};

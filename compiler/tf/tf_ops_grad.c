@@ -488,7 +488,7 @@ static bool lower_softmax_xent(TfCtx *c, const IrValue *in, int n_in, IrValue *o
 {
     if (!tfl_want_inputs(c, n_in, 2) || !want_float(c, in[0], "features"))
         return false;
-    IrShape bs;
+    IrShape bs = {0};
     char a[200], b[200];
     if (!ir_broadcast_shapes(tfl_shape(in[0]), tfl_shape(in[1]), &bs) || bs.rank != 2)
         return tf_errorf(c, "features %s and labels %s must broadcast to a 2-D shape",

@@ -318,14 +318,14 @@ static IrValue array_new(TfCtx *c, tcrt_dtype dt, int64_t size, const IrShape *e
     char a[128];
     if (size < 0)
         return fail(c, "array size %lld is negative", (long long)size);
-    IrShape learnt;
+    IrShape learnt = {0};
     if (!known && c->nd && c->nd->name && tf_state_elem_hint(c, c->nd->name, &learnt)) {
         elem = &learnt; /* written inside a loop or conditional (an earlier import attempt) */
         known = true;
     }
     if (!known)
         return pending_new(c, dt, size);
-    IrShape s;
+    IrShape s = {0};
     s.rank = elem->rank + 1;
     s.dims[0] = size;
     for (int d = 0; d < elem->rank; d++)
@@ -344,7 +344,7 @@ static int64_t array_size(IrValue buf)
 static IrShape elem_of(IrValue buf)
 {
     const IrShape *s = &ir_value_type(buf)->shape;
-    IrShape e;
+    IrShape e = {0};
     e.rank = s->rank - 1;
     for (int d = 1; d < s->rank; d++)
         e.dims[d - 1] = s->dims[d];
@@ -487,7 +487,7 @@ static IrValue write_row(TfCtx *c, IrValue buf, IrValue index, IrValue value)
         IrValue z = ir_const(c->g, ir_value_type(idx)->dtype, &zs, NULL, c->st);
         start = ok(z) ? concat0(c, idx, z) : z;
     }
-    IrShape us;
+    IrShape us = {0};
     us.rank = e.rank + 1;
     us.dims[0] = 1;
     for (int d = 0; d < e.rank; d++)
@@ -541,7 +541,7 @@ static IrValue scatter_rows(TfCtx *c, IrValue buf, IrValue indices, IrValue valu
     const IrType *vt = ir_value_type(value), *it = ir_value_type(indices);
     if (vt->shape.rank < 1)
         return fail(c, "value must have rank >= 1 (one row per index), got %s", shp(&vt->shape, a, sizeof a));
-    IrShape elem;
+    IrShape elem = {0};
     elem.rank = vt->shape.rank - 1;
     for (int d = 1; d < vt->shape.rank; d++)
         elem.dims[d - 1] = vt->shape.dims[d];
@@ -680,7 +680,7 @@ static IrValue split_rows(TfCtx *c, IrValue value, IrValue lengths, int64_t n_wa
     if (total != vs->dims[0])
         return fail(c, "lengths sum to %lld but the value has %lld rows", (long long)total,
                     (long long)vs->dims[0]);
-    IrShape to;
+    IrShape to = {0};
     to.rank = vs->rank + 1;
     to.dims[0] = n;
     to.dims[1] = len;
@@ -698,7 +698,7 @@ static bool ta_new(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_o
     bool dynamic;
     tcrt_dtype dt;
     int64_t size;
-    IrShape elem;
+    IrShape elem = {0};
     bool known;
     if (!need_inputs(c, n_in, 1) || !tf_attr_bool(c, "dynamic_size", &dynamic))
         return false;
@@ -774,7 +774,7 @@ static bool lower_ta_read(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
 static bool lower_ta_gather(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     IrValue buf;
-    IrShape elem;
+    IrShape elem = {0};
     bool known;
     if (!need_inputs(c, n_in, 3) || !ta_data(c, in[0], in[2], &buf) ||
         !shape_attr(c, "element_shape", &elem, &known) || !ok(buf = readable(c, buf, &elem, known)) ||
@@ -850,7 +850,7 @@ static bool lower_tl_reserve(TfCtx *c, const IrValue *in, int n_in, IrValue *out
 {
     int64_t n;
     tcrt_dtype dt;
-    IrShape elem;
+    IrShape elem = {0};
     bool known;
     if (!need_inputs(c, n_in, 2))
         return false;
@@ -867,7 +867,7 @@ static bool lower_tl_reserve(TfCtx *c, const IrValue *in, int n_in, IrValue *out
 /* (tensor, element_shape) -> list */
 static bool lower_tl_from_tensor(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
-    IrShape want;
+    IrShape want = {0};
     bool known;
     char a[128], b[128];
     if (!need_inputs(c, n_in, 2) || !shape_input(c, in[1], &want, &known))
@@ -923,7 +923,7 @@ static bool list_to_read(TfCtx *c, IrValue list, IrValue shape_in, IrValue *buf,
 static bool lower_tl_get_item(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     IrValue buf;
-    IrShape elem;
+    IrShape elem = {0};
     if (!need_inputs(c, n_in, 3) || !list_to_read(c, in[0], in[2], &buf, &elem))
         return false;
     out[0] = read_row(c, buf, in[1]);
@@ -935,7 +935,7 @@ static bool lower_tl_get_item(TfCtx *c, const IrValue *in, int n_in, IrValue *ou
 static bool lower_tl_stack(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     IrValue buf;
-    IrShape elem;
+    IrShape elem = {0};
     int64_t num;
     char a[128], b[128];
     if (!need_inputs(c, n_in, 2) || !list_to_read(c, in[0], in[1], &buf, &elem) ||
@@ -985,7 +985,7 @@ static bool lower_tl_element_shape(TfCtx *c, const IrValue *in, int n_in, IrValu
 static bool lower_tl_gather(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     IrValue buf;
-    IrShape elem;
+    IrShape elem = {0};
     if (!need_inputs(c, n_in, 3) || !list_to_read(c, in[0], in[2], &buf, &elem))
         return false;
     out[0] = gather_rows(c, buf, in[1]);
@@ -1117,9 +1117,6 @@ static bool nms_common(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int 
             c, "soft_nms_sigma = %g (soft NMS) is not supported; only hard NMS (soft_nms_sigma = 0)", sigma);
     IrValue boxes = in[0], scores = in[1];
     bool folds = ir_is_const(boxes) && ir_is_const(scores);
-    if (!pad && !folds)
-        return tf_errorf(c, "output size depends on the data, which static shapes cannot express; "
-                            "pad_to_max_output_size=true is supported (NonMaxSuppressionV4/V5)");
     const IrShape *bs = &ir_value_type(boxes)->shape;
     int64_t n_boxes = bs->rank >= 1 ? bs->dims[0] : 0;
     IrParams p;
@@ -1151,14 +1148,17 @@ static bool nms_common(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int 
         }
     }
     if (!pad) {
-        /* folded: cut the padded results to the valid count */
-        int64_t valid;
-        int cnt;
-        if (!ir_const_ints(r[2], &valid, 1, &cnt))
-            return tf_errorf(c, "internal: folded NMS count unreadable");
-        IrShape to = shape1(valid);
+        /* cut the padded results to the valid count: a constant when
+         * folded, else a size known at run time (ir/dyn.c) */
+        IrAff valid;
+        if (!ir_sym_of(c->g, r[2], &valid, c->st))
+            return false;
+        IrShape to = shape1(0);
+        char why[300];
+        if (!ir_shape_set_extent(c->g, &to, 0, &valid, why, sizeof why))
+            return tf_errorf(c, "%s", why);
         for (int k = 0; k < 2; k++) {
-            if (ir_value_type(r[k])->shape.dims[0] == valid)
+            if (ir_aff_is_const(&valid) && ir_value_type(r[k])->shape.dims[0] == valid.c)
                 continue;
             IrParams sp;
             memset(&sp, 0, sizeof sp);
@@ -1255,10 +1255,29 @@ static bool lower_where(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int
     if (n_in != 1)
         return tf_errorf(c, "expected 1 input (or 3: condition, x, y), got %d", n_in);
     IrValue x = in[0];
-    if (!ir_is_const(x))
-        return tf_errorf(c,
-                         "output size depends on the data (the number of true elements), which static shapes "
-                         "cannot express; only a constant input can be evaluated at compile time");
+    if (!ir_is_const(x)) {
+        /* coordinates padded to every element, cut to the count: a size
+         * known at run time (ir/dyn.c) */
+        if (ir_value_type(x)->shape.rank < 1)
+            return tf_errorf(c, "Where of a scalar is not supported");
+        IrNode *w = ir_emit(c->g, OP_WHERE, &x, 1, NULL, NULL, c->st);
+        if (!w)
+            return false;
+        IrAff cnt;
+        if (!ir_sym_of(c->g, (IrValue){w, 1}, &cnt, c->st))
+            return false;
+        IrShape to = ir_value_type((IrValue){w, 0})->shape;
+        char why[300];
+        if (!ir_shape_set_extent(c->g, &to, 0, &cnt, why, sizeof why))
+            return tf_errorf(c, "%s", why);
+        IrParams sp;
+        memset(&sp, 0, sizeof sp);
+        sp.i[TCRT_SL_STRIDE] = sp.i[TCRT_SL_STRIDE + 1] = 1;
+        IrType t = {TCRT_I64, to};
+        out[0] = ir_emit1(c->g, OP_SLICE, (IrValue[]){{w, 0}}, 1, &sp, &t, c->st);
+        *n_out = 1;
+        return ok(out[0]);
+    }
     const IrType *t = ir_value_type(x);
     int64_t count = ir_shape_count(&t->shape), n_true = 0;
     for (int64_t i = 0; i < count; i++)
@@ -1331,9 +1350,9 @@ const TfOpRow tf_ops_list[] = {
     {"NonMaxSuppressionV2", lower_nms_v2, "", "nms (constant inputs only: folded)"},
     {"NonMaxSuppressionV3", lower_nms_v3, "", "nms (constant inputs only: folded)"},
     {"NonMaxSuppressionV4", lower_nms_v4, "pad_to_max_output_size=false",
-     "nms (pad_to_max_output_size=true)"},
+     "nms (unpadded: slice to the run-time count)"},
     {"NonMaxSuppressionV5", lower_nms_v5, "pad_to_max_output_size=false",
-     "nms (pad_to_max_output_size=true)"},
-    {"Where", lower_where, "", "const (constant input only); 3 inputs: select"},
+     "nms (unpadded: slice to the run-time count)"},
+    {"Where", lower_where, "", "where + slice to the run-time count; 3 inputs: select"},
     {NULL, NULL, NULL, NULL},
 };

@@ -409,7 +409,7 @@ static bool lower_random_uniform(TfCtx *c, const IrValue *in, int n_in, IrValue 
 {
     int64_t dims[IR_MAX_RANK + 1], seed, seed2;
     int n;
-    IrType t;
+    IrType t = {0};
     if (!tfl_want_inputs(c, n_in, 1) || !tf_const_ints(c, in[0], "input 0 (shape)", dims, IR_MAX_RANK + 1, &n) ||
         !tf_attr_type(c, "dtype", &t.dtype) || !tf_attr_int(c, "seed", &seed) ||
         !tf_attr_int(c, "seed2", &seed2))
@@ -769,7 +769,7 @@ static bool lower_conv2d_backprop_input(TfCtx *c, const IrValue *in, int n_in, I
     if (!tfl_window_pads(c, nchw, sizes[1], sizes[2], ws->dims[0], ws->dims[1], sh, sw, dh, dw, pads))
         return false;
     IrParams p = tfl_conv_params(sh, sw, dh, dw, pads);
-    IrType t;
+    IrType t = {0};
     t.dtype = tfl_dtype(dy);
     t.shape = ir_shape_make(4, sizes);
     IrValue ins[2] = {dy, w};

@@ -469,7 +469,7 @@ static bool random_normal(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
 {
     int64_t dims[IR_MAX_RANK + 1], seed, seed2;
     int n;
-    IrType t;
+    IrType t = {0};
     if (!want(c, n_in, 1) || !tf_const_ints(c, in[0], "input 0 (shape)", dims, IR_MAX_RANK + 1, &n) ||
         !tf_attr_type(c, "dtype", &t.dtype) || !tf_attr_int(c, "seed", &seed) ||
         !tf_attr_int(c, "seed2", &seed2))

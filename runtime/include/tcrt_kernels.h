@@ -133,6 +133,10 @@ tcrt_status tcrt_ref_random_uniform(const tcrt_tensor *in, int n_in, tcrt_tensor
 #define TCRT_NMS_IOU 0     /* p->f: IoU threshold, in [0, 1] */
 #define TCRT_NMS_SCORE 1   /* p->f: score threshold (scores must be > it) */
 tcrt_status tcrt_ref_nms(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+/* where: x (rank >= 1; numeric or bool) -> the coordinates of its nonzero
+ * elements in row-major order, int64 [N, rank] with N >= count(x) (rows
+ * past the count are -1), and the count, int64 [] (ref_nms.c). */
+tcrt_status tcrt_ref_where(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 
 /* Gradient kernels (ref_grad.c; TF's backprop ops).  f32 and f64 (scatter_add:
  * f32, f64, i32, i64).  conv2d_backprop_filter accumulates in double; the

