@@ -156,12 +156,12 @@ const char *cg_dtype_short(tcrt_dtype dt)
 
 const char *cg_type_str(const IrType *t, char *buf, size_t n)
 {
-    char dims[IR_MAX_RANK * 24 + 4];
+    char dims[IR_MAX_RANK * 26 + 4];
     size_t j = 0;
     dims[j++] = '[';
     for (int d = 0; d < t->shape.rank && d < IR_MAX_RANK; d++) {
-        int w = snprintf(dims + j, sizeof dims - j, "%s%lld", d ? "," : "",
-                         (long long)t->shape.dims[d]);
+        int w = snprintf(dims + j, sizeof dims - j, "%s%s%lld", d ? "," : "",
+                         t->shape.has_dyn && t->shape.dyn_dim == d ? "<=" : "", (long long)t->shape.dims[d]);
         if (w > 0)
             j += (size_t)w;
     }

@@ -253,12 +253,18 @@ bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st)
         cg_printf(o, "static void %s(const void *x, void *y%s)\n{\n", kname,
                   cgc_needs_sym(n) ? ", const int64_t *sym" : "");
         o->indent++;
-        cg_printf(o, "if (x != y)\n");
         if (yt->shape.has_dyn) { /* the valid rows only: the extent times the rest */
             char e[160];
             size_t row = bytes / (size_t)(yt->shape.dims[yt->shape.dyn_dim] ? yt->shape.dims[yt->shape.dyn_dim] : 1);
-            cg_printf(o, "    memcpy(y, x, (size_t)%s * %zu);\n", dim_expr(yt, yt->shape.dyn_dim, e, sizeof e), row);
+            /* the producer checked the extent; clamped all the same */
+            int64_t bound = yt->shape.dims[yt->shape.dyn_dim];
+            cg_printf(o, "int64_t e = %s;\n", dim_expr(yt, yt->shape.dyn_dim, e, sizeof e));
+            cg_printf(o, "e = e < 0 ? 0 : e > %lld ? %lld : e;\n", (long long)bound, (long long)bound);
+            cg_printf(o, "if (x != y)\n");
+            cg_printf(o, "    memcpy(y, x, (size_t)e * %zu);\n", row);
+            cg_printf(o, "memset((uint8_t *)y + (size_t)e * %zu, 0, %zu - (size_t)e * %zu);\n", row, bytes, row);
         } else {
+            cg_printf(o, "if (x != y)\n");
             cg_printf(o, "    memcpy(y, x, %zu);\n", bytes);
         }
         o->indent--;
@@ -308,8 +314,34 @@ bool cgc_emit_call(CgOut *o, const IrNode *n, const char *kname, Status *st)
         cg_printf(o, "{ws, TCRT_U8, 1, {%lld}},\n", (long long)n->workspace_bytes);
     o->indent--;
     cg_printf(o, "};\n");
-    cg_printf(o, "return %s(%s, %d, out, %d, &p);\n", fn, n->n_inputs > 0 ? "in" : "NULL",
-              n->n_inputs, n_out);
+    bool tails = false;
+    for (int k = 0; k < n->n_outputs; k++)
+        tails |= n->out[k].type.shape.has_dyn;
+    if (!tails) {
+        cg_printf(o, "return %s(%s, %d, out, %d, &p);\n", fn, n->n_inputs > 0 ? "in" : "NULL",
+                  n->n_inputs, n_out);
+    } else {
+        /* past a run-time extent the buffer holds no result: zero it so
+         * that elementwise kernels, which run over the bound, read defined
+         * values (ir/dyn.c) */
+        cg_printf(o, "tcrt_status s = %s(%s, %d, out, %d, &p);\n", fn, n->n_inputs > 0 ? "in" : "NULL",
+                  n->n_inputs, n_out);
+        cg_printf(o, "if (s != TCRT_OK)\n    return s;\n");
+        for (int k = 0; k < n->n_outputs; k++) {
+            const IrType *t = &n->out[k].type;
+            if (!t->shape.has_dyn)
+                continue;
+            char e[160];
+            size_t bytes = ir_type_bytes(t);
+            int64_t bound = t->shape.dims[t->shape.dyn_dim];
+            size_t row = bound > 0 ? bytes / (size_t)bound : 0;
+            cg_printf(o, "int64_t e%d = %s;\n", k, dim_expr(t, t->shape.dyn_dim, e, sizeof e));
+            cg_printf(o, "if (e%d < 0 || e%d > %lld)\n    return TCRT_ERR_RUNTIME;\n", k, k, (long long)bound);
+            cg_printf(o, "memset((uint8_t *)%s + (size_t)e%d * %zu, 0, %zu - (size_t)e%d * %zu);\n", out_names[k], k,
+                      row, bytes, k, row);
+        }
+        cg_printf(o, "return TCRT_OK;\n");
+    }
     o->indent--;
     cg_printf(o, "}\n\n");
     xx_free(in_names);
