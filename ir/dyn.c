@@ -359,9 +359,21 @@ static bool range_rec(const IrGraph *g, IrValue v, int64_t *lo, int64_t *hi, int
     case OP_SELECT:
         return inputs_hull(g, n, 1, 3, lo, hi, depth);
     case OP_MIN:
-    case OP_MAX:
-        if (!range_rec(g, n->inputs[0], &l1, &h1, depth + 1) || !range_rec(g, n->inputs[1], &l2, &h2, depth + 1))
+    case OP_MAX: {
+        /* one bounded operand bounds a Minimum from above (a Maximum from below) */
+        bool k1 = range_rec(g, n->inputs[0], &l1, &h1, depth + 1);
+        bool k2 = range_rec(g, n->inputs[1], &l2, &h2, depth + 1);
+        if (!k1 && !k2)
             return false;
+        if (!k1) {
+            l1 = -SAT_MAX;
+            h1 = SAT_MAX;
+        }
+        if (!k2) {
+            l2 = -SAT_MAX;
+            h2 = SAT_MAX;
+        }
+    }
         if (n->op == OP_MIN) {
             *lo = l1 < l2 ? l1 : l2;
             *hi = h1 < h2 ? h1 : h2;

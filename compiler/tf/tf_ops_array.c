@@ -522,8 +522,10 @@ static bool range_dyn(TfCtx *c, const IrValue *in, IrValue *out)
                             "(data-dependent size)");
     IrAff lim, n;
     IrAff st0 = ir_aff_const(start);
-    if (!dyn_elem(c, in[1], 0, &lim) || !ir_aff_add(delta > 0 ? &lim : &st0, delta > 0 ? &st0 : &lim, -1, &n))
-        return ok((IrValue){NULL, 0}) || tf_errorf(c, "limit: extent too complex");
+    if (!dyn_elem(c, in[1], 0, &lim))
+        return false;
+    if (!ir_aff_add(delta > 0 ? &lim : &st0, delta > 0 ? &st0 : &lim, -1, &n))
+        return tf_errorf(c, "the element count |limit - start| is too complex (data-dependent size)");
     IrShape s = {1, {0}};
     if (!dyn_extent(c, &s, 0, &n))
         return false;
