@@ -15,7 +15,7 @@
     X(shape_matmul) X(shape_conv2d) X(shape_conv2d_transpose) X(shape_pool) X(shape_copy)          \
     X(shape_transpose) X(shape_slice) X(shape_pad) X(shape_concat) X(shape_gather)                 \
     X(shape_gather_nd) X(shape_tile) X(shape_broadcast_to) X(shape_resize) X(shape_topk)   \
-    X(shape_region) X(shape_update_slice) X(shape_nms) X(shape_where) X(shape_state)                                  \
+    X(shape_region) X(shape_update_slice) X(shape_nms) X(shape_where) X(shape_reverse_seq) X(shape_state)                                  \
     X(shape_conv2d_backprop_filter) X(shape_maxpool_grad) X(shape_avgpool_grad) X(shape_scatter_add)     \
     X(shape_comm)
 #define IR_DECLARE_RULE(r) bool ir_##r(IrGraph *g, IrNode *n, Status *st);

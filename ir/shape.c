@@ -852,6 +852,23 @@ bool ir_shape_nms(IrGraph *g, IrNode *n, Status *st)
     return true;
 }
 
+bool ir_shape_reverse_seq(IrGraph *g, IrNode *n, Status *st)
+{
+    (void)g;
+    const IrType *x = in_t(n, 0), *l = in_t(n, 1);
+    int64_t sd = n->p.i[0], bd = n->p.i[1];
+    if (sd < 0 || sd >= x->shape.rank || bd < 0 || bd >= x->shape.rank || sd == bd)
+        return ir_node_errorf(st, n, "seq_dim %lld and batch_dim %lld must be distinct dims of %s", (long long)sd,
+                              (long long)bd, SH(&x->shape));
+    if (l->dtype != TCRT_I32 && l->dtype != TCRT_I64)
+        return ir_node_errorf(st, n, "seq_lengths must be int32 or int64, got %s", tcrt_dtype_name(l->dtype));
+    if (l->shape.rank != 1 || l->shape.dims[0] != x->shape.dims[bd])
+        return ir_node_errorf(st, n, "seq_lengths must be [%lld] (one per batch_dim entry), got %s",
+                              (long long)x->shape.dims[bd], SH(&l->shape));
+    n->out[0].type = *x;
+    return true;
+}
+
 bool ir_shape_where(IrGraph *g, IrNode *n, Status *st)
 {
     (void)g;

@@ -390,6 +390,17 @@ static bool g_copy(GradCtx *c, IrNode *n, const IrValue *dy, const bool *need, I
     return st_ok(c->st);
 }
 
+/* ReverseSequence is a permutation that is its own inverse: the same
+ * reversal of dy (the lengths get no gradient). */
+static bool g_reverse_seq(GradCtx *c, IrNode *n, const IrValue *dy, const bool *need, IrValue *dx)
+{
+    if (!need[0])
+        return true;
+    IrValue in[2] = {dy[0], in_v(n, 1)};
+    dx[0] = grad_emit(c, OP_REVERSE_SEQ, in, 2, &n->p, NULL);
+    return st_ok(c->st);
+}
+
 static bool g_transpose(GradCtx *c, IrNode *n, const IrValue *dy, const bool *need, IrValue *dx)
 {
     (void)need;
@@ -801,6 +812,7 @@ static const GradRule rules[OP_COUNT] = {
     [OP_AVGPOOL] = g_avgpool,
     [OP_COPY] = g_copy,
     [OP_TRANSPOSE] = g_transpose,
+    [OP_REVERSE_SEQ] = g_reverse_seq,
     [OP_SLICE] = g_slice,
     [OP_PAD] = g_pad,
     [OP_CONCAT] = g_concat,

@@ -93,6 +93,18 @@ OVERRIDES = {
     "github-tensorflow/mlir_graphdef2mlir/graph-function-static-output.pbtxt": ["--feed", "Placeholder:0:scalar",
                                                                                  "--feed", "Placeholder_1:0:2",
                                                                                  "--fetch", "If"],
+    # TensorFlow.NET training graphs: their inference part (the class prediction)
+    "github-tfnet/att_rnn_untrained/att_rnn_untrained.meta": ["--feed", "x:0:1x100", "--feed", "is_training:0:scalar",
+                                                             "--fetch", "output/ArgMax"],
+    "github-tfnet/rcnn_untrained/rcnn_untrained.meta": ["--feed", "x:0:1x100", "--feed", "is_training:0:scalar",
+                                                       "--fetch", "output/ArgMax"],
+    "github-tfnet/word_rnn_untrained/word_rnn_untrained.meta": ["--feed", "x:0:1x100", "--feed",
+                                                               "is_training:0:scalar", "--fetch", "output/ArgMax"],
+    "github-tfnet/vd_cnn/vd_cnn.meta": ["--feed", "x:0:1x1014", "--feed", "is_training:0:scalar",
+                                        "--fetch", "fc-3/ArgMax"],
+    "github-tfnet/lstm_crf_ner/lstm_crf_ner.meta": ["--feed", "word_ids:0:1x20", "--feed", "sequence_lengths:0:1",
+                                                    "--feed", "char_ids:0:1x20x10", "--feed", "word_lengths:0:1x20",
+                                                    "--feed", "dropout:0:scalar", "--fetch", "proj/Reshape"],
 }
 
 # Sink ops that are training or checkpoint side effects, not results.

@@ -1745,6 +1745,27 @@ static bool lower_one_hot(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
     return ok(out[0]);
 }
 
+/* ReverseSequence(input, seq_lengths): per batch entry, the first
+ * seq_lengths[b] elements along seq_dim reversed (the lengths are read at
+ * run time). */
+static bool lower_reverse_sequence(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
+{
+    int64_t sd, bd;
+    if (!need_inputs(c, n_in, 2) || !tf_attr_int(c, "seq_dim", &sd) || !tf_attr_int(c, "batch_dim", &bd))
+        return false;
+    const IrShape *s = &ir_value_type(in[0])->shape;
+    if (sd < 0 || sd >= s->rank || bd < 0 || bd >= s->rank || sd == bd)
+        return tf_errorf(c, "seq_dim %lld and batch_dim %lld must be distinct dims of an input of rank %d",
+                         (long long)sd, (long long)bd, s->rank);
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    p.i[0] = sd;
+    p.i[1] = bd;
+    out[0] = ir_emit1(c->g, OP_REVERSE_SEQ, in, 2, &p, NULL, c->st);
+    *n_out = 1;
+    return ok(out[0]);
+}
+
 static bool lower_reverse_v2(TfCtx *c, const IrValue *in, int n_in, IrValue *out, int *n_out)
 {
     int64_t axes[IR_MAX_RANK + 1];
@@ -1898,6 +1919,7 @@ const TfOpRow tf_ops_array[] = {
     {"BatchToSpaceND", lower_batch_to_space_nd, "Tblock_shape=DT_INT32;Tcrops=DT_INT32", "copy + transpose + copy + slice"},
     {"OneHot", lower_one_hot, "axis=-1;TI=DT_INT64", "eq + select"},
     {"ReverseV2", lower_reverse_v2, "Tidx=DT_INT32", "slice"},
+    {"ReverseSequence", lower_reverse_sequence, "batch_dim=0;Tlen=DT_INT64", "reverse_seq"},
     {"InvertPermutation", lower_invert_permutation, "T=DT_INT32", "const"},
     {"TopKV2", lower_topk_v2, "sorted=true;Tk=DT_INT32;index_type=DT_INT32", "topk"},
     {NULL, NULL, NULL, NULL},

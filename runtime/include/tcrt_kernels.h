@@ -133,6 +133,11 @@ tcrt_status tcrt_ref_random_uniform(const tcrt_tensor *in, int n_in, tcrt_tensor
 #define TCRT_NMS_IOU 0     /* p->f: IoU threshold, in [0, 1] */
 #define TCRT_NMS_SCORE 1   /* p->f: score threshold (scores must be > it) */
 tcrt_status tcrt_ref_nms(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+/* reverse_seq: x, lengths (int32/int64, one per entry of batch_dim) -> x
+ * with the first lengths[b] elements along seq_dim reversed in batch entry
+ * b (TensorFlow's ReverseSequence); i[0] = seq_dim, i[1] = batch_dim.  A
+ * length outside [0, dims[seq_dim]]: TCRT_ERR_RUNTIME (ref_move.c). */
+tcrt_status tcrt_ref_reverse_seq(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 /* where: x (rank >= 1; numeric or bool) -> the coordinates of its nonzero
  * elements in row-major order, int64 [N, rank] with N >= count(x) (rows
  * past the count are -1), and the count, int64 [] (ref_nms.c). */

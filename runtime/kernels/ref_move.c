@@ -464,3 +464,37 @@ tcrt_status tcrt_ref_update_slice(const tcrt_tensor *in, int n_in, tcrt_tensor *
     (void)ust;
     return TCRT_OK;
 }
+
+tcrt_status tcrt_ref_reverse_seq(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+{
+    KCHECK(in && out && p && n_in == 2 && n_out >= 1);
+    const tcrt_tensor *x = &in[0], *len = &in[1];
+    KCHECK(k_valid(x) && k_valid(len) && k_valid(out) && same_dtype(x, out) && esize(x) > 0);
+    KCHECK(out->rank == x->rank && len->rank == 1);
+    KCHECK(len->dtype == TCRT_I32 || len->dtype == TCRT_I64);
+    int64_t sd = p->i[0], bd = p->i[1];
+    KCHECK(sd >= 0 && sd < x->rank && bd >= 0 && bd < x->rank && sd != bd && len->dims[0] == x->dims[bd]);
+    for (int d = 0; d < x->rank; d++)
+        KCHECK(out->dims[d] == x->dims[d]);
+    for (int64_t b = 0; b < len->dims[0]; b++) {
+        int64_t l = len->dtype == TCRT_I32 ? ((const int32_t *)len->data)[b] : ((const int64_t *)len->data)[b];
+        KCHECK(l >= 0 && l <= x->dims[sd]);
+    }
+    int64_t xs[TCRT_MAX_RANK], idx[TCRT_MAX_RANK] = {0}, n = k_count(x);
+    k_strides(x, xs);
+    size_t es = esize(x);
+    const uint8_t *src = x->data;
+    uint8_t *dst = out->data;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b = idx[bd], s = idx[sd];
+        int64_t l = len->dtype == TCRT_I32 ? ((const int32_t *)len->data)[b] : ((const int64_t *)len->data)[b];
+        int64_t from = i + (s < l ? (l - 1 - 2 * s) * xs[sd] : 0);
+        memcpy(dst + (size_t)i * es, src + (size_t)from * es, es);
+        for (int d = x->rank - 1; d >= 0; d--) {
+            if (++idx[d] < x->dims[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    return TCRT_OK;
+}

@@ -465,6 +465,16 @@ static IrValue b_transpose(IrGraph *g, const IrValue *x, Status *st)
     return ir_emit1(g, OP_TRANSPOSE, &x[0], 1, &p, NULL, st);
 }
 
+/* x [3,4] (batch 3 along dim 0, sequences along dim 1), lengths 4, 0, 2 */
+static IrValue b_reverse_seq(IrGraph *g, const IrValue *x, Status *st)
+{
+    IrParams p;
+    memset(&p, 0, sizeof p);
+    p.i[0] = 1, p.i[1] = 0;
+    IrValue in[2] = {x[0], ir_const_i64s(g, TCRT_I32, (const int64_t[]){4, 0, 2}, 3, st)};
+    return ir_emit1(g, OP_REVERSE_SEQ, in, 2, &p, NULL, st);
+}
+
 /* x [5,4]: dim 0 from 4 down by -2 (3 rows), dim 1 from 1 by 2 (2 cols) */
 static IrValue b_slice(IrGraph *g, const IrValue *x, Status *st)
 {
@@ -742,6 +752,7 @@ static const Case *cases(int *n)
         {"avgpool", 1, {F64}, {S(1, 5, 5, 2)}, {-2}, {2}, {false}, b_avgpool},
         U1("copy", b_copy, -2, 2, false),
         {"transpose", 1, {F64}, {S(2, 3, 2)}, {-2}, {2}, {false}, b_transpose},
+        {"reverse_seq", 1, {F64}, {S(3, 4)}, {-2}, {2}, {false}, b_reverse_seq},
         {"slice", 1, {F64}, {S(5, 4)}, {-2}, {2}, {false}, b_slice},
         U1("pad", b_pad, -2, 2, false),
         {"concat", 3, {F64, F64, F64}, {S(2, 1), S(2, 3), S(2, 2)}, {-2, -2, -2}, {2, 2, 2}, {0}, b_concat},

@@ -734,6 +734,43 @@ START_TEST(test_one_hot_reverse_invert)
 }
 END_TEST
 
+START_TEST(test_reverse_sequence)
+{
+    /* ReverseSequence, values by hand:
+     * x = [[1,2,3,4],[5,6,7,8]], seq_dim 1, batch_dim 0, lengths [3,1]:
+     *   row 0 reverses its first 3 -> [3,2,1,4]; row 1 its first 1 -> unchanged.
+     * y = [[1,2],[3,4],[5,6]], seq_dim 0, batch_dim 1, lengths [2,3]:
+     *   column 0 (1,3,5) -> (3,1,5); column 1 (2,4,6) -> (6,4,2). */
+    G *g = tb_new();
+    KF(g, "x", (2, 4), 1, 2, 3, 4, 5, 6, 7, 8);
+    KF(g, "y", (3, 2), 1, 2, 3, 4, 5, 6);
+    KV(g, "l1", 3, 1);
+    KV(g, "l2", 2, 3);
+    tb_attr_i(tb_node(g, "r1", "ReverseSequence", "x", "l1", NULL), "seq_dim", 1);
+    Tensorflow__NodeDef *r2 = tb_node(g, "r2", "ReverseSequence", "y", "l2", NULL);
+    tb_attr_i(r2, "seq_dim", 0);
+    tb_attr_i(r2, "batch_dim", 1);
+    import_ok(g, "r1", "r2", NULL);
+    EXPECT_F32(0, (2, 4), 3, 2, 1, 4, 5, 6, 7, 8);
+    EXPECT_F32(1, (3, 2), 3, 6, 1, 4, 5, 2);
+    teardown();
+
+    /* errors: seq_dim == batch_dim; lengths not one per batch entry */
+    g = tb_new();
+    KF(g, "x", (2, 4), 1, 2, 3, 4, 5, 6, 7, 8);
+    KV(g, "l1", 3, 1);
+    KV(g, "l3", 1, 1, 1);
+    tb_attr_i(tb_node(g, "r", "ReverseSequence", "x", "l1", NULL), "seq_dim", 0);
+    import_fails(g, "r", "node 'r' (ReverseSequence): seq_dim 0 and batch_dim 0 must be distinct dims");
+    teardown();
+    g = tb_new();
+    KF(g, "x", (2, 4), 1, 2, 3, 4, 5, 6, 7, 8);
+    KV(g, "l3", 1, 1, 1);
+    tb_attr_i(tb_node(g, "r", "ReverseSequence", "x", "l3", NULL), "seq_dim", 1);
+    import_fails(g, "r", "seq_lengths must be [2] (one per batch_dim entry), got [3]");
+}
+END_TEST
+
 static Suite *array_suite(void)
 {
     Suite *s = suite_create("tf_array");
@@ -778,6 +815,7 @@ static Suite *array_suite(void)
     tcase_add_test(tc, test_non_const_axis);
     tcase_add_test(tc, test_space_batch_nd);
     tcase_add_test(tc, test_one_hot_reverse_invert);
+    tcase_add_test(tc, test_reverse_sequence);
     tcase_add_test(tc, test_unfolded_shapes);
     suite_add_tcase(s, tc);
     return s;
