@@ -1176,7 +1176,7 @@ static bool lower_broadcast_to(TfCtx *c, const IrValue *in, int n_in, IrValue *o
     const IrShape *s = &ir_value_type(in[0])->shape;
     if (n > IR_MAX_RANK)
         return tf_errorf(c, "shape has rank %d, more than %d", n, IR_MAX_RANK);
-    IrShape to, got;
+    IrShape to = {0}, got = {0};
     to.rank = n;
     for (int i = 0; i < n; i++) {
         if (dims[i] < 0)
@@ -1704,7 +1704,7 @@ static bool lower_one_hot(TfCtx *c, const IrValue *in, int n_in, IrValue *out, i
     int axis = axis64 == -1 ? s->rank : (int)axis64;
     if (ir_shape_count(&ir_value_type(in[2])->shape) != 1 || ir_shape_count(&ir_value_type(in[3])->shape) != 1)
         return tf_errorf(c, "on_value and off_value must be scalars");
-    IrShape e, r;
+    IrShape e = {0}, r = {0};
     e.rank = r.rank = s->rank + 1;
     for (int i = 0, j = 0; i < e.rank; i++) {
         e.dims[i] = i == axis ? 1 : s->dims[j++];
