@@ -499,7 +499,8 @@ IrValue ir_reshape(IrGraph *g, IrValue a, const IrShape *to, Status *st)
 IrValue ir_const(IrGraph *g, tcrt_dtype dt, const IrShape *s, const void *data, Status *st)
 {
     IrValue none = {NULL, 0};
-    IrType t = {dt, *s};
+    IrType t = {dt, {s->rank, {0}}}; /* constants are static: dims only */
+    memcpy(t.shape.dims, s->dims, sizeof t.shape.dims);
     int64_t count;
     size_t es = tcrt_dtype_size(dt);
     char buf[128];
@@ -584,7 +585,9 @@ IrValue ir_add_feed(IrGraph *g, const char *name, const IrType *t, Status *st)
         g->cur_origin = nm;
         g->cur_origin_op = "Placeholder";
     }
-    IrNode *n = ir_emit(g, OP_ARG, NULL, 0, &p, t, st);
+    IrType ft = {t->dtype, {t->shape.rank, {0}}}; /* feeds are static: dims only */
+    memcpy(ft.shape.dims, t->shape.dims, sizeof ft.shape.dims);
+    IrNode *n = ir_emit(g, OP_ARG, NULL, 0, &p, &ft, st);
     g->cur_origin = so;
     g->cur_origin_op = sop;
     if (!n)
