@@ -768,7 +768,7 @@ static bool is_sv_move(Op op)
 
 /* Moves: run the op's reference kernel on element ids (input k's element e
  * is base[k] + e; a pad element is -1) and map the output ids back. */
-static bool eval_move(IrGraph *g, const IrNode *n, IrAff *const *ins, IrAff *out, int64_t cnt)
+static bool eval_move(IrGraph *g, const IrNode *n, IrAff *const *ins, IrAff *out, int64_t cnt, bool *nomem)
 {
     const OpInfo *oi = ir_op_info(n->op);
     if (!oi || !oi->ref_kernel || n->n_inputs > 64)
@@ -797,6 +797,7 @@ static bool eval_move(IrGraph *g, const IrNode *n, IrAff *const *ins, IrAff *out
         bufs[k] = ir_tmp_alloc(&g->arena, sizeof(int64_t) * (size_t)(c > 0 ? c : 1));
         if (!bufs[k]) {
             ok = false;
+            *nomem = true;
             break;
         }
         int64_t *b = bufs[k];
@@ -829,6 +830,7 @@ static bool eval_move(IrGraph *g, const IrNode *n, IrAff *const *ins, IrAff *out
             out[i] = k < n->n_inputs && ins[k] ? ins[k][id - base[k]] : aff_unknown();
         }
     } else {
+        *nomem |= ok;
         ok = false;
     }
     if (ob)
@@ -903,7 +905,14 @@ bool ir_dyn_node(IrGraph *g, IrNode *n, const IrType *given, IrNode **replace, S
             }
             have = true;
         } else {
-            have = eval_move(g, n, ins, out, cnt);
+            bool nomem = false;
+            have = eval_move(g, n, ins, out, cnt, &nomem);
+            if (nomem) {
+                for (int k = 0; k < n->n_inputs && k < 64; k++)
+                    if (ins[k])
+                        ir_tmp_free(&g->arena, ins[k]);
+                return st_errorf(st, ST_NOMEM, "out of memory");
+            }
         }
     }
     for (int k = 0; k < n->n_inputs && k < 64; k++)
