@@ -546,6 +546,10 @@ bool ir_sym_of(IrGraph *g, IrValue v, IrAff *out, Status *st)
     return set_sv(g, &v.node->out[v.index], out, 1, st);
 }
 
+static bool is_sv_move(Op op);
+static bool eval_move(IrGraph *g, const IrNode *n, IrAff *const *ins, IrAff *out, int64_t cnt, bool *nomem,
+                      int *src_k, int64_t *src_e);
+
 bool ir_value_elem(IrGraph *g, IrValue v, int64_t i, IrAff *out, Status *st)
 {
     const IrType *t = ir_value_type(v);
@@ -557,6 +561,28 @@ bool ir_value_elem(IrGraph *g, IrValue v, int64_t i, IrAff *out, Status *st)
     if (cnt <= IR_SV_MAX && ir_value_sv(g, v, e, IR_SV_MAX, &n) && e[i].n >= 0) {
         *out = e[i];
         return true;
+    }
+    /* through moves (Pack, reshapes, slices, concats) to the element's
+     * source, whose knowledge may be newer than the move's */
+    if (is_sv_move(v.node->op) && v.node->n_outputs == 1 && cnt <= MOVE_MAX_IN) {
+        IrAff *tmp = ir_tmp_alloc(&g->arena, sizeof(IrAff) * (size_t)cnt);
+        int *sk = ir_tmp_alloc(&g->arena, sizeof(int) * (size_t)cnt);
+        int64_t *se = ir_tmp_alloc(&g->arena, sizeof(int64_t) * (size_t)cnt);
+        IrAff *none[64] = {0};
+        bool nomem = !tmp || !sk || !se;
+        bool found = !nomem && eval_move(g, v.node, none, tmp, cnt, &nomem, sk, se) && sk[i] >= 0;
+        int k = found ? sk[i] : 0;
+        int64_t e = found ? se[i] : 0;
+        if (tmp)
+            ir_tmp_free(&g->arena, tmp);
+        if (sk)
+            ir_tmp_free(&g->arena, sk);
+        if (se)
+            ir_tmp_free(&g->arena, se);
+        if (nomem)
+            return st_errorf(st, ST_NOMEM, "out of memory");
+        if (found)
+            return ir_value_elem(g, v.node->inputs[k], e, out, st);
     }
     if (cnt == 1 && t->shape.rank == 0)
         return ir_sym_of(g, v, out, st);
@@ -768,7 +794,8 @@ static bool is_sv_move(Op op)
 
 /* Moves: run the op's reference kernel on element ids (input k's element e
  * is base[k] + e; a pad element is -1) and map the output ids back. */
-static bool eval_move(IrGraph *g, const IrNode *n, IrAff *const *ins, IrAff *out, int64_t cnt, bool *nomem)
+static bool eval_move(IrGraph *g, const IrNode *n, IrAff *const *ins, IrAff *out, int64_t cnt, bool *nomem,
+                      int *src_k, int64_t *src_e)
 {
     const OpInfo *oi = ir_op_info(n->op);
     if (!oi || !oi->ref_kernel || n->n_inputs > 64)
@@ -820,6 +847,8 @@ static bool eval_move(IrGraph *g, const IrNode *n, IrAff *const *ins, IrAff *out
         ok = oi->ref_kernel(in, n->n_inputs, &o, 1, &p) == TCRT_OK;
         for (int64_t i = 0; ok && i < cnt; i++) {
             int64_t id = ob[i];
+            if (src_k)
+                src_k[i] = -1;
             if (id < 0) {
                 out[i] = n->op == OP_PAD ? ir_aff_const((int64_t)n->p.f[0]) : aff_unknown();
                 continue;
@@ -828,6 +857,10 @@ static bool eval_move(IrGraph *g, const IrNode *n, IrAff *const *ins, IrAff *out
             while (k < n->n_inputs && !(id >= base[k] && id < base[k + 1]))
                 k++;
             out[i] = k < n->n_inputs && ins[k] ? ins[k][id - base[k]] : aff_unknown();
+            if (src_k && k < n->n_inputs) {
+                src_k[i] = k;
+                src_e[i] = id - base[k];
+            }
         }
     } else {
         *nomem |= ok;
@@ -906,7 +939,7 @@ bool ir_dyn_node(IrGraph *g, IrNode *n, const IrType *given, IrNode **replace, S
             have = true;
         } else {
             bool nomem = false;
-            have = eval_move(g, n, ins, out, cnt, &nomem);
+            have = eval_move(g, n, ins, out, cnt, &nomem, NULL, NULL);
             if (nomem) {
                 for (int k = 0; k < n->n_inputs && k < 64; k++)
                     if (ins[k])
