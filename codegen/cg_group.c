@@ -40,6 +40,8 @@ const char *cg_kernel_name(const IrNode *n)
         return "tcrt_fast_pad";
     case OP_RESIZE:
         return "tcrt_fast_resize";
+    case OP_TRANSPOSE:
+        return "tcrt_fast_transpose";
     default:
         return fn;
     }

@@ -5,8 +5,9 @@
  * reference kernel (OpInfo.ref_kernel_name), except f32 MATMUL ->
  * tcrt_fast_matmul and f32 CONV2D -> tcrt_fast_conv2d (with the planned
  * workspace as one more output descriptor {ws, U8, 1, {bytes}}) and f32
- * MAXPOOL/AVGPOOL/REDUCE_SUM/REDUCE_MAX -> tcrt_fast_maxpool/avgpool/
- * reduce_sum/reduce_max.  A call fills the calling
+ * MAXPOOL/AVGPOOL/REDUCE_SUM/REDUCE_MAX/PAD/RESIZE/TRANSPOSE ->
+ * tcrt_fast_maxpool/avgpool/reduce_sum/reduce_max/pad/resize/transpose
+ * (cg_kernel_name).  A call fills the calling
  * function's descriptor allocas (in[], out[]: data pointer, dtype, rank,
  * all TCRT_MAX_RANK dims, unused ones 0) and passes a private constant
  * tcrt_params global holding the node's parameters verbatim; a non-OK

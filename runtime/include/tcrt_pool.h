@@ -3,7 +3,13 @@
  * tcrt_parallel_tasks(n, fn, ctx) runs fn(ctx, task, tid) once for every task in
  * [0, n) and returns when all have finished.  Tasks are handed out dynamically
  * (a shared counter), so a thread that starts late, or whose core is busy,
- * simply takes fewer of them; the calling thread takes part as tid 0.  tid is in
+ * simply takes fewer of them; the calling thread takes part as tid 0.  Even
+ * tids take tasks in increasing order from the front, odd tids
+ * (tcrt_pool_descending) in decreasing order from the back (jobs of up to
+ * 65535 tasks), so with two threads each runs one contiguous range of the
+ * tasks: a kernel whose consecutive tasks touch neighbouring data keeps it
+ * on one core, and may prefetch for the task it will likely run next (a
+ * hint: which tasks a thread gets still varies from run to run).  tid is in
  * [0, tcrt_get_threads()) and no two tasks run on the same tid at the same time,
  * so per-thread scratch can be indexed by tid.  With 1 thread, n <= 1, or when
  * called from inside a task (nesting), every task runs on the caller, in order.
@@ -23,6 +29,13 @@ extern "C" {
 #endif
 
 typedef void (*tcrt_task_fn)(void *ctx, int64_t task, int tid);
+
+/* Whether tid takes its tasks from the back (in decreasing order). */
+static inline int tcrt_pool_descending(int tid)
+{
+    return tid & 1;
+}
+
 void tcrt_parallel_tasks(int64_t n_tasks, tcrt_task_fn fn, void *ctx);
 
 /* Restarts the pool with n_threads - 1 workers (clamped to

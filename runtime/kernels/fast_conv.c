@@ -23,7 +23,8 @@
  *    part of the panel fits CONV_PANEL_BYTES (the tiles sweep each part
  *    from L2; the kernel keeps partial sums in C between groups), and each
  *    call prefetches its share of the next part into L2 (TcrtKernEpi.pf),
- *    so the weights' trip from memory overlaps the FMAs.
+ *    so the weights' trip from memory overlaps the FMAs (the next block
+ *    is cb - 1 for a thread that takes tasks from the back, tcrt_pool.h).
  * The chunk count aims at >= 8 tasks per thread (tcrt_parallel_tasks hands
  * them out dynamically) without tasks under ~64K multiply-adds; a 7x7 1x1
  * conv still splits over its Cout blocks.
@@ -35,7 +36,11 @@
  * cost more than the FMAs (blazepose's 256x256 head: 3x3 8 -> 1, 1x1 8 -> 8).
  * Workspace (tcrt_pconv_workspace): the zero vector (Cin floats) and, per
  * thread up to TCRT_MAX_THREADS, one tile's pointers (TCRT_KERN_MAX_MR x
- * taps); remainders need none (masked stores, repeated row pointers).
+ * taps); remainders need none (masked stores, repeated row pointers).  The
+ * threads in use spread their pointer arrays over that space, IND_ALIGN
+ * bytes apart at least when it has room: adjacent arrays shared a cache
+ * line, which both threads wrote every tile (measured, 2 threads, 3x3
+ * stride-2 conv 3 -> 32 at 224x224: 0.25 -> 0.19 ms).
  * GEMM (tcrt_kmm_run): both operands are packed into the workspace (in
  * parallel): B as [N/NR][K][NR] (zero columns past N), A per K block as
  * [M/MR][kc][MR] (zero rows past M; tiles of one K block contiguous), so
@@ -69,6 +74,10 @@
 #endif
 
 enum { MIN_TASK_MACS = 1 << 16, TASKS_PER_THREAD = 8 };
+/* Per-thread tile pointer arrays start this many bytes apart (a multiple)
+ * when the workspace has room (two cache lines: the adjacent-line
+ * prefetcher pairs them). */
+enum { IND_ALIGN = 128 };
 /* Conv: packed weights up to CONV_L2_WEIGHTS bytes are swept tile-major;
  * above, the Cout block's panel in tap groups of up to CONV_PANEL_BYTES. */
 enum { CONV_L2_WEIGHTS = 1 << 20, CONV_PANEL_BYTES = 384 << 10 };
@@ -302,7 +311,8 @@ typedef struct ConvJob {
     const PConv *g;
     Kern k;
     const float *zero;
-    const float **ind; /* per thread: k.mr * taps pointers */
+    const float **ind; /* per thread: k.mr * taps pointers, ind_stride apart */
+    int64_t ind_stride;
     int64_t taps, pstride, tiles, chunks, tiles_per_chunk, pixels, cblocks, tap_block;
 } ConvJob;
 
@@ -409,7 +419,7 @@ static void conv_task_tiles(void *ctx, int64_t task, int tid)
     const ConvJob *j = ctx;
     int64_t t0 = task * j->tiles_per_chunk,
             t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
-    const float **ind = j->ind + (int64_t)tid * j->k.mr * j->taps;
+    const float **ind = j->ind + (int64_t)tid * j->ind_stride;
     for (int64_t t = t0; t < t1; t++) {
         conv_pointers(j, t * j->k.mr, tile_rows(j, t), 0, j->taps, ind);
         for (int64_t cb = 0; cb < j->cblocks; cb++)
@@ -429,15 +439,19 @@ static void conv_task(void *ctx, int64_t task, int tid)
     int64_t cb = task / j->chunks, ch = task % j->chunks;
     int64_t t0 = ch * j->tiles_per_chunk,
             t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
-    const float **ind = j->ind + (int64_t)tid * j->k.mr * j->taps;
+    const float **ind = j->ind + (int64_t)tid * j->ind_stride;
     int64_t all = div_up(j->g->O, TCRT_PACK_NR), panels = j->k.nr / TCRT_PACK_NR;
     int64_t tap_bytes = j->g->C * TCRT_PACK_NR * (int64_t)sizeof(float);
     for (int64_t tp0 = 0; tp0 < j->taps; tp0 += j->tap_block) {
         int64_t tp1 = tp0 + j->tap_block < j->taps ? tp0 + j->tap_block : j->taps;
-        /* the next part: the next tap group of this block, or the first of the next block */
-        int64_t ncb = tp1 < j->taps ? cb : cb + 1, ntp0 = tp1 < j->taps ? tp1 : 0;
+        /* the next part: the next tap group of this block, or the first of
+         * the next block this thread likely takes (cb - 1 for a thread
+         * taking tasks from the back: tcrt_pool.h; measured, ResNet-50 at
+         * 2 threads: 1x1 convs 1024 -> 512 at 14x14 0.69 -> 0.65 ms) */
+        int64_t ncb = tp1 < j->taps ? cb : tcrt_pool_descending(tid) ? cb - 1 : cb + 1,
+                ntp0 = tp1 < j->taps ? tp1 : 0;
         int64_t ntp1 = ntp0 + j->tap_block < j->taps ? ntp0 + j->tap_block : j->taps;
-        int64_t np = all - ncb * panels < panels ? all - ncb * panels : panels;
+        int64_t np = ncb < 0 ? 0 : all - ncb * panels < panels ? all - ncb * panels : panels;
         /* one panel's part per tile round (the panels' parts are pstride apart) */
         int64_t part = np > 0 ? (ntp1 - ntp0) * tap_bytes : 0;
         int64_t slice = div_up(div_up(part * (np > 0 ? np : 0), j->tiles), 64) * 64;
@@ -804,6 +818,13 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
     j.zero = zero;
     j.ind = (const float **)(base + round16(g.C) * sizeof(float));
     j.taps = g.KH * g.KW;
+    /* the pointer space of TCRT_MAX_THREADS threads, shared by those in
+     * use: arrays IND_ALIGN-aligned apart when it has room (false sharing) */
+    int64_t room = (int64_t)TCRT_MAX_THREADS * TCRT_KERN_MAX_MR * j.taps / team(),
+            per_line = IND_ALIGN / (int64_t)sizeof(const float *);
+    j.ind_stride = room / per_line * per_line;
+    if (j.ind_stride < j.k.mr * j.taps)
+        j.ind_stride = j.k.mr * j.taps;
     j.pstride = j.taps * g.C * TCRT_PACK_NR;
     j.pixels = g.N * g.OH * g.OW;
     j.tiles = div_up(j.pixels, j.k.mr);

@@ -19,6 +19,15 @@
  *   results differ by a few float roundings); nearest copies the C channels
  *   of the source pixel (bit-identical).  Output rows (n, oh) are split over
  *   the thread pool.
+ * Transpose: output dims of extent 1 are dropped and neighbours that are
+ *   contiguous in the input too are merged (NCHW -> NHWC becomes [H*W][C]
+ *   from [C][H*W]); when the input's innermost dim a is not the output's
+ *   innermost dim, every plane (the other dims, by odometer) is copied in
+ *   TR_BLOCK runs of a, each run reading TR_BLOCK contiguous floats per
+ *   output column and writing whole output rows, else each output row is a
+ *   strided (or contiguous) copy.  Runs / rows are split over the thread
+ *   pool.  A copy, so bit-identical to tcrt_ref_transpose, which takes every
+ *   call this does not handle (and reports errors).
  * No allocation, no workspace.
  */
 #include "kern_int.h"
@@ -281,5 +290,131 @@ tcrt_status tcrt_fast_resize(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
     int64_t n_tasks = move_tasks(q.N * q.OH, q.OW * q.C * (int64_t)sizeof(float) * (q.nearest ? 1 : 4),
                                  &q.per_task);
     tcrt_parallel_tasks(n_tasks, resize_task, &q);
+    return TCRT_OK;
+}
+
+/* ---- transpose ---- */
+
+#define TR_BLOCK 64 /* elements of the input's innermost dim per run */
+
+typedef struct Transpose {
+    const float *x;
+    float *y;
+    int rank;                                   /* after dropping and merging, >= 1 */
+    int64_t dims[TCRT_MAX_RANK], st[TCRT_MAX_RANK]; /* output dims, input stride of each */
+    int a;                                      /* dim of input stride 1 (blocked), or -1 */
+    int64_t ost_a;                              /* output stride of dim a */
+    int64_t n_units, per_task, units_per_plane; /* runs of a (blocked) or output rows */
+} Transpose;
+
+/* Input and output offsets of unit u: the odometer over the dims other than
+ * the innermost (and a, whose run index is u % units_per_plane). */
+static void tr_unit_base(const Transpose *q, int64_t u, int64_t *xo, int64_t *yo, int64_t *a0)
+{
+    int last = q->rank - 1;
+    int64_t rest = u, xoff = 0, yoff = 0, ostride = q->dims[last];
+    if (q->a >= 0) {
+        int64_t run = rest % q->units_per_plane;
+        rest /= q->units_per_plane;
+        *a0 = run * TR_BLOCK;
+    }
+    for (int d = last - 1; d >= 0; d--) {
+        if (d != q->a) {
+            int64_t i = rest % q->dims[d];
+            rest /= q->dims[d];
+            xoff += i * q->st[d];
+            yoff += i * ostride;
+        }
+        ostride *= q->dims[d];
+    }
+    *xo = xoff;
+    *yo = yoff;
+}
+
+static void tr_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    const Transpose *q = ctx;
+    int last = q->rank - 1;
+    int64_t u0 = task * q->per_task, u1 = u0 + q->per_task < q->n_units ? u0 + q->per_task : q->n_units;
+    int64_t n = q->dims[last], s = q->st[last];
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t xo, yo, a0 = 0;
+        tr_unit_base(q, u, &xo, &yo, &a0);
+        if (q->a < 0) { /* one output row: a strided or contiguous copy */
+            const float *x = q->x + xo;
+            float *y = q->y + yo;
+            if (s == 1)
+                memcpy(y, x, (size_t)n * sizeof(float));
+            else
+                for (int64_t j = 0; j < n; j++)
+                    y[j] = x[j * s];
+            continue;
+        }
+        /* TR_BLOCK output rows (dim a) of a plane: each row reads the n
+         * columns at stride s, consecutive rows the next floats */
+        int64_t a1 = a0 + TR_BLOCK < q->dims[q->a] ? a0 + TR_BLOCK : q->dims[q->a];
+        for (int64_t i = a0; i < a1; i++) {
+            const float *x = q->x + xo + i;
+            float *y = q->y + yo + i * q->ost_a;
+            for (int64_t j = 0; j < n; j++)
+                y[j] = x[j * s];
+        }
+    }
+}
+
+tcrt_status tcrt_fast_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                const tcrt_params *p)
+{
+    if (!in || !out || !p || n_in != 1 || n_out < 1 || !k_valid(&in[0]) || !k_valid(out) ||
+        in[0].dtype != TCRT_F32 || out->dtype != TCRT_F32 || in[0].rank != out->rank || in[0].rank < 1 ||
+        in[0].rank > TCRT_MAX_RANK || !in[0].data || !out->data)
+        return tcrt_ref_transpose(in, n_in, out, n_out, p);
+    const tcrt_tensor *x = &in[0];
+    int rank = x->rank;
+    int64_t xs[TCRT_MAX_RANK];
+    k_strides(x, xs);
+    unsigned seen = 0;
+    Transpose q = {.x = x->data, .y = out->data, .rank = 0, .a = -1};
+    for (int d = 0; d < rank; d++) {
+        int64_t pd = p->i[TCRT_TR_PERM + d];
+        if (pd < 0 || pd >= rank || (seen & (1u << pd)) || out->dims[d] != x->dims[pd])
+            return tcrt_ref_transpose(in, n_in, out, n_out, p);
+        seen |= 1u << pd;
+        if (out->dims[d] == 1)
+            continue;
+        /* merge with the previous kept dim when contiguous in the input too */
+        if (q.rank > 0 && q.st[q.rank - 1] == xs[pd] * out->dims[d]) {
+            q.dims[q.rank - 1] *= out->dims[d];
+            q.st[q.rank - 1] = xs[pd];
+            continue;
+        }
+        q.dims[q.rank] = out->dims[d];
+        q.st[q.rank++] = xs[pd];
+    }
+    int64_t total = k_count(out);
+    if (total == 0)
+        return TCRT_OK;
+    if (q.rank == 0) { /* a single element */
+        q.dims[0] = 1, q.st[0] = 1, q.rank = 1;
+    }
+    int last = q.rank - 1;
+    for (int d = 0; d < last; d++)
+        if (q.st[d] == 1)
+            q.a = d;
+    int64_t rows = total / q.dims[last];
+    if (q.a >= 0) {
+        q.ost_a = 1;
+        for (int d = q.a + 1; d < q.rank; d++)
+            q.ost_a *= q.dims[d];
+        q.units_per_plane = (q.dims[q.a] + TR_BLOCK - 1) / TR_BLOCK;
+        q.n_units = rows / q.dims[q.a] * q.units_per_plane;
+        int64_t n_tasks = move_tasks(q.n_units, TR_BLOCK * q.dims[last] * (int64_t)sizeof(float), &q.per_task);
+        tcrt_parallel_tasks(n_tasks, tr_task, &q);
+        return TCRT_OK;
+    }
+    q.n_units = rows;
+    int64_t n_tasks = move_tasks(q.n_units, q.dims[last] * (int64_t)sizeof(float), &q.per_task);
+    tcrt_parallel_tasks(n_tasks, tr_task, &q);
     return TCRT_OK;
 }

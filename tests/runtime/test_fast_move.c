@@ -1,6 +1,6 @@
-/* test_fast_move.c - Check suite: tcrt_fast_pad and tcrt_fast_resize
- * (runtime/kernels/fast_move.c) against the reference kernels
- * (tcrt_ref_pad, tcrt_ref_resize), the oracle.
+/* test_fast_move.c - Check suite: tcrt_fast_pad, tcrt_fast_resize and
+ * tcrt_fast_transpose (runtime/kernels/fast_move.c) against the reference
+ * kernels (tcrt_ref_pad, tcrt_ref_resize, tcrt_ref_transpose), the oracle.
  *
  * Pad: random shapes of rank 1..5 (dims 0..7, odd sizes), random
  * before/after pads (0..3, a dim left unpadded now and then), constant 0,
@@ -14,6 +14,12 @@
  * bit-identical; bilinear is computed in float by the fast kernel and in
  * double by the reference: |got - want| <= 4e-7 * (1 + max|x|) (a few
  * float roundings of values of at most max|x|).
+ * Transpose: random permutations of random shapes of rank 1..6 (dims
+ * 0..6, extents of 1 that the kernel drops, neighbours it merges), shapes big
+ * enough to split over 2 threads (NCHW -> NHWC of 1x3x224x224, NHWC ->
+ * NCHW, a 2-D matrix, a 5-D permutation), 1 and 2 threads: bit-identical to
+ * the reference.  int32, a bad permutation and a rank mismatch go to the
+ * reference (same result or error).
  * Every output buffer starts as NaN, so an element never written fails.
  */
 #include "tcrt.h"
@@ -244,6 +250,93 @@ START_TEST(resize_fallbacks)
 }
 END_TEST
 
+/* ---- transpose ---- */
+
+/* One transpose case: x of rank r and dims xd, output dim d = input dim perm[d]. */
+static void tr_case(int rank, const int64_t *xd, const int *perm, const char *what)
+{
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    int64_t od[8];
+    for (int d = 0; d < rank; d++) {
+        p.i[TCRT_TR_PERM + d] = perm[d];
+        od[d] = xd[perm[d]];
+    }
+    int64_t n = count(xd, rank);
+    float *x = malloc((size_t)(n ? n : 1) * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        x[i] = frand();
+    float *want = nan_buf(n), *got = nan_buf(n);
+    tcrt_tensor in = {x, TCRT_F32, rank, {0}}, ow = {want, TCRT_F32, rank, {0}}, og = {got, TCRT_F32, rank, {0}};
+    for (int d = 0; d < rank; d++)
+        in.dims[d] = xd[d], ow.dims[d] = og.dims[d] = od[d];
+    ck_assert_int_eq(tcrt_ref_transpose(&in, 1, &ow, 1, &p), TCRT_OK);
+    ck_assert_int_eq(tcrt_fast_transpose(&in, 1, &og, 1, &p), TCRT_OK);
+    ck_assert_msg(memcmp(want, got, (size_t)n * sizeof(float)) == 0, "%s: differs from the reference", what);
+    free(x), free(want), free(got);
+}
+
+START_TEST(transpose_random)
+{
+    for (int t = 1; t <= 2; t++) {
+        tcrt_set_threads(t);
+        for (int k = 0; k < 400; k++) {
+            int rank = 1 + (int)(urand() % 6), perm[8];
+            int64_t xd[8];
+            for (int d = 0; d < rank; d++) {
+                xd[d] = urand() % 4 == 0 ? 1 : urand() % 7;
+                perm[d] = d;
+            }
+            for (int d = rank - 1; d > 0; d--) { /* Fisher-Yates */
+                int e = (int)(urand() % (unsigned)(d + 1)), tmp = perm[d];
+                perm[d] = perm[e], perm[e] = tmp;
+            }
+            char what[96];
+            snprintf(what, sizeof what, "transpose case %d (rank %d, %d threads)", k, rank, t);
+            tr_case(rank, xd, perm, what);
+        }
+    }
+    tcrt_set_threads(1);
+}
+END_TEST
+
+START_TEST(transpose_shapes)
+{
+    for (int t = 1; t <= 2; t++) {
+        tcrt_set_threads(t);
+        tr_case(4, (int64_t[]){1, 3, 224, 224}, (int[]){0, 2, 3, 1}, "NCHW -> NHWC");
+        tr_case(4, (int64_t[]){2, 56, 56, 24}, (int[]){0, 3, 1, 2}, "NHWC -> NCHW");
+        tr_case(2, (int64_t[]){300, 517}, (int[]){1, 0}, "matrix");
+        tr_case(5, (int64_t[]){3, 17, 1, 40, 33}, (int[]){4, 2, 0, 3, 1}, "rank 5");
+        tr_case(3, (int64_t[]){64, 65, 66}, (int[]){0, 1, 2}, "identity");
+        tr_case(3, (int64_t[]){1, 1, 1}, (int[]){2, 0, 1}, "one element");
+    }
+    tcrt_set_threads(1);
+}
+END_TEST
+
+/* What the fast kernel does not do itself goes to the reference. */
+START_TEST(transpose_fallbacks)
+{
+    int32_t xi[6] = {1, 2, 3, 4, 5, 6}, yi[6] = {0};
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    p.i[TCRT_TR_PERM] = 1, p.i[TCRT_TR_PERM + 1] = 0;
+    tcrt_tensor in = {xi, TCRT_I32, 2, {2, 3}}, out = {yi, TCRT_I32, 2, {3, 2}};
+    ck_assert_int_eq(tcrt_fast_transpose(&in, 1, &out, 1, &p), TCRT_OK);
+    static const int32_t want[6] = {1, 4, 2, 5, 3, 6};
+    ck_assert_int_eq(memcmp(yi, want, sizeof want), 0);
+    float x[6] = {0}, y[6];
+    tcrt_tensor fin = {x, TCRT_F32, 2, {2, 3}}, fout = {y, TCRT_F32, 2, {3, 2}};
+    p.i[TCRT_TR_PERM + 1] = 1; /* perm {1, 1}: not a permutation */
+    ck_assert_int_eq(tcrt_fast_transpose(&fin, 1, &fout, 1, &p), tcrt_ref_transpose(&fin, 1, &fout, 1, &p));
+    ck_assert_int_ne(tcrt_fast_transpose(&fin, 1, &fout, 1, &p), TCRT_OK);
+    p.i[TCRT_TR_PERM + 1] = 0;
+    fout.rank = 3, fout.dims[2] = 1; /* rank mismatch */
+    ck_assert_int_ne(tcrt_fast_transpose(&fin, 1, &fout, 1, &p), TCRT_OK);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fast_move");
@@ -255,6 +348,9 @@ int main(void)
     tcase_add_test(tc, resize_cases);
     tcase_add_test(tc, resize_random);
     tcase_add_test(tc, resize_fallbacks);
+    tcase_add_test(tc, transpose_random);
+    tcase_add_test(tc, transpose_shapes);
+    tcase_add_test(tc, transpose_fallbacks);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

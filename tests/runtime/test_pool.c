@@ -10,7 +10,11 @@
  * tasks still once each); idle workers sleep (the process's CPU time over a
  * 100 ms pause with 4 threads is far below the wall time; a spinning pool
  * would use about 300 ms); a fork() child of a process with a live pool runs
- * jobs and starts its own pool; no allocation inside tcrt_parallel_tasks.
+ * jobs and starts its own pool; no allocation inside tcrt_parallel_tasks;
+ * jobs around 65535 tasks (the largest claimed from both ends, runtime/pool.c)
+ * still run every task once; with 2 threads, tid 0 runs a prefix of the
+ * tasks and tid 1 the rest (the caller takes from the front, the worker
+ * from the back).
  * Allocations are counted by alloc_count.h (every allocation of every
  * thread); that case is compiled out under AddressSanitizer, whose allocator
  * cannot be replaced.
@@ -109,6 +113,71 @@ START_TEST(pool_workers_take_tasks)
         both = atomic_load(&j.used_tid[0]) && atomic_load(&j.used_tid[1]);
     }
     ck_assert_msg(both, "worker tid 1 never ran a task");
+    tcrt_set_threads(1);
+}
+END_TEST
+
+/* ---- large jobs, and the two ends ---- */
+
+#define BIG_TASKS 70000
+
+typedef struct Big {
+    atomic_uchar runs[BIG_TASKS];  /* times each task ran (at most 255 counted) */
+    atomic_schar tid_of[BIG_TASKS]; /* tid that ran it */
+} Big;
+
+static void big_task(void *ctx, int64_t task, int tid)
+{
+    Big *b = ctx;
+    atomic_fetch_add(&b->runs[task], 1);
+    atomic_store(&b->tid_of[task], (signed char)tid);
+}
+
+/* big_task made slower (a few us), so that the worker takes part */
+static void big_slow_task(void *ctx, int64_t task, int tid)
+{
+    for (int i = 0; i < 10; i++)
+        busy_work(task);
+    big_task(ctx, task, tid);
+}
+
+/* Jobs of 65534..65537 and BIG_TASKS tasks on 2 threads: each task once. */
+START_TEST(pool_large_jobs_every_task_once)
+{
+    static const int64_t ns[] = {65534, 65535, 65536, 65537, BIG_TASKS};
+    static Big b;
+    tcrt_set_threads(2);
+    for (size_t i = 0; i < 5; i++) {
+        memset(&b, 0, sizeof b);
+        tcrt_parallel_tasks(ns[i], big_task, &b);
+        int64_t t = 0;
+        while (t < BIG_TASKS && atomic_load(&b.runs[t]) == (t < ns[i] ? 1 : 0))
+            t++;
+        ck_assert_msg(t == BIG_TASKS, "n=%lld: task %lld ran %d times", (long long)ns[i], (long long)t,
+                      t < BIG_TASKS ? atomic_load(&b.runs[t]) : 0);
+    }
+    tcrt_set_threads(1);
+}
+END_TEST
+
+/* With 2 threads, the tasks tid 0 ran are [0, k) and tid 1's are [k, n). */
+START_TEST(pool_two_threads_split_prefix_suffix)
+{
+    static Big b;
+    tcrt_set_threads(2);
+    for (int rep = 0; rep < 50; rep++) {
+        int64_t n = 16 + rep * 7;
+        memset(&b, 0, sizeof b);
+        tcrt_parallel_tasks(n, big_slow_task, &b);
+        int64_t k = 0;
+        while (k < n && atomic_load(&b.tid_of[k]) == 0)
+            k++;
+        int64_t t = k;
+        while (t < n && atomic_load(&b.tid_of[t]) == 1)
+            t++;
+        ck_assert_msg(t == n, "n=%lld: tid 0 ran [0, %lld), then task %lld ran on tid %d", (long long)n,
+                      (long long)k, (long long)t, t < n ? atomic_load(&b.tid_of[t]) : -1);
+    }
     tcrt_set_threads(1);
 }
 END_TEST
@@ -312,6 +381,8 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, pool_every_task_once);
     tcase_add_test(tc, pool_workers_take_tasks);
+    tcase_add_test(tc, pool_large_jobs_every_task_once);
+    tcase_add_test(tc, pool_two_threads_split_prefix_suffix);
     tcase_add_test(tc, pool_nested_runs_serially);
     tcase_add_test(tc, pool_set_threads_changes);
     tcase_add_test(tc, pool_two_posters);
