@@ -134,17 +134,24 @@ static double time_gemm(int64_t n, int reps)
     return best;
 }
 
-/* Best seconds of a packed conv NHWC [1,hw,hw,cin] -> cout, k x k, stride s, SAME pads. */
-static double time_conv(int64_t hw, int64_t cin, int64_t cout, int64_t k, int64_t s, int reps, double *flops)
+/* Best seconds of a packed conv NHWC [1,hw,hw,cin] -> cout, k x k, stride s, SAME pads
+ * (wino: Winograd F(2x2,3x3) weights, k 3 and s 1 only; flops counts the direct
+ * convolution's multiply-adds either way). */
+static double time_conv(int64_t hw, int64_t cin, int64_t cout, int64_t k, int64_t s, bool wino, int reps,
+                        double *flops)
 {
     int64_t oh = (hw + s - 1) / s, pad = ((oh - 1) * s + k - hw) / 2;
     pad = pad < 0 ? 0 : pad;
     float *x = rnd(hw * hw * cin), *w = rnd(k * k * cin * cout), *bias = rnd(cout);
-    float *pw = malloc((size_t)tcrt_conv_packed_floats(k, k, cin, cout) * sizeof(float));
+    int64_t pk = wino ? 4 : k;
+    float *pw = malloc((size_t)tcrt_conv_packed_floats(pk, pk, cin, cout) * sizeof(float));
     float *y = malloc((size_t)(oh * oh * cout) * sizeof(float));
-    tcrt_pack_conv_weights(w, k, k, cin, cout, pw);
+    if (wino)
+        tcrt_pack_conv_wino(w, cin, cout, pw);
+    else
+        tcrt_pack_conv_weights(w, k, k, cin, cout, pw);
     tcrt_tensor in[3] = {{x, TCRT_F32, 4, {1, hw, hw, cin}},
-                         {pw, TCRT_F32, 5, {(cout + 15) / 16, k, k, cin, 16}},
+                         {pw, TCRT_F32, 5, {(cout + 15) / 16, pk, pk, cin, 16}},
                          {bias, TCRT_F32, 1, {cout}}};
     tcrt_tensor out[2] = {{y, TCRT_F32, 4, {1, oh, oh, cout}}, {NULL, TCRT_U8, 1, {0}}};
     tcrt_params p;
@@ -154,7 +161,7 @@ static double time_conv(int64_t hw, int64_t cin, int64_t cout, int64_t k, int64_
     p.i[TCRT_CONV_PT] = p.i[TCRT_CONV_PL] = pad;
     p.i[TCRT_CONV_PB] = p.i[TCRT_CONV_PR] = (oh - 1) * s + k - hw - pad < 0 ? 0 : (oh - 1) * s + k - hw - pad;
     p.i[TCRT_CONV_ACT] = TCRT_ACT_RELU;
-    p.i[TCRT_CONV_PACKED] = 1;
+    p.i[TCRT_CONV_PACKED] = wino ? TCRT_CONV_PACK_WINO : TCRT_CONV_PACK_DIRECT;
     p.i[TCRT_CONV_COUT] = cout;
     size_t ws = tcrt_fast_conv2d_workspace(in, 3, out, &p);
     out[1].data = malloc(ws ? ws : 1);
@@ -176,6 +183,7 @@ static double time_conv(int64_t hw, int64_t cin, int64_t cout, int64_t k, int64_
 int main(int argc, char **argv)
 {
     const char *sizes = "256,512,1024,2048";
+    bool convs_only = false;
     int reps = 5;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--isa"))
@@ -186,6 +194,8 @@ int main(int argc, char **argv)
             sizes = argv[i + 1];
         else if (!strcmp(argv[i], "--impl")) /* new: the AVX-512 packed GEMM where it applies; old: without it */
             tcrt_sgemm_enable(strcmp(argv[i + 1], "old") != 0);
+        else if (!strcmp(argv[i], "--convs-only"))
+            convs_only = atoi(argv[i + 1]) != 0;
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
     }
@@ -205,7 +215,7 @@ int main(int argc, char **argv)
     printf("%-28s %8s %10s %8s\n", "case", "threads", "GFLOP/s", "%peak");
     char buf[256];
     snprintf(buf, sizeof buf, "%s", sizes);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    for (char *tok = convs_only ? NULL : strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         int64_t n = atoll(tok);
         for (int th = 1; th <= 2; th++) {
             tcrt_set_threads(th);
@@ -220,14 +230,18 @@ int main(int argc, char **argv)
                                        {7, 512, 512, 3, 1}, {56, 64, 128, 1, 2},  {7, 512, 512, 1, 1}};
     for (size_t c = 0; c < sizeof convs / sizeof convs[0]; c++) {
         const int64_t *v = convs[c];
-        for (int th = 1; th <= 2; th++) {
-            tcrt_set_threads(th);
-            double fl, t = time_conv(v[0], v[1], v[2], v[3], v[4], reps, &fl) / th, gf = fl / t * 1e-9;
-            char name[64];
-            snprintf(name, sizeof name, "conv %lldx%lldx%lld->%lld k%lld s%lld", (long long)v[0],
-                     (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4]);
-            printf("%-28s %8d %10.1f %7.1f%%\n", name, th, gf, 100 * gf / (peak * th));
-        }
+        for (int wino = 0; wino <= (v[3] == 3 && v[4] == 1); wino++)
+            for (int th = 1; th <= 2; th++) {
+                tcrt_set_threads(th);
+                double fl, t = time_conv(v[0], v[1], v[2], v[3], v[4], wino, reps, &fl) / th,
+                           gf = fl / t * 1e-9;
+                char name[64];
+                snprintf(name, sizeof name, "conv %lldx%lldx%lld->%lld k%lld s%lld%s", (long long)v[0],
+                         (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
+                         wino ? " wino" : "");
+                /* wino: GFLOP/s of the direct convolution's work (effective) */
+                printf("%-34s %8d %10.1f %7.1f%%  %.3f ms\n", name, th, gf, 100 * gf / (peak * th), t * 1e3);
+            }
     }
     tcrt_set_threads(1);
     return 0;

@@ -368,7 +368,17 @@ bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
             w->dims[0] != (co + TCRT_PACK_NR - 1) / TCRT_PACK_NR)
             return ir_node_errorf(st, n, "packed filter %s does not fit %lld output channels", SH(w),
                                   (long long)co);
-        wv = ir_shape_make(4, (int64_t[]){w->dims[1], w->dims[2], w->dims[3], co});
+        int64_t kh = w->dims[1], kw = w->dims[2];
+        if (p[TCRT_CONV_PACKED] == TCRT_CONV_PACK_WINO) { /* a 3x3 stride-1 filter's 4x4 transform */
+            if (kh != 4 || kw != 4 || p[TCRT_CONV_SH] != 1 || p[TCRT_CONV_SW] != 1 || p[TCRT_CONV_DH] != 1 ||
+                p[TCRT_CONV_DW] != 1)
+                return ir_node_errorf(st, n, "Winograd filter %s needs a 4x4 transform, strides and dilations 1",
+                                      SH(w));
+            kh = kw = 3;
+        } else if (p[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT) {
+            return ir_node_errorf(st, n, "unknown packed filter kind %lld", (long long)p[TCRT_CONV_PACKED]);
+        }
+        wv = ir_shape_make(4, (int64_t[]){kh, kw, w->dims[3], co});
         w = &wv;
     }
     if (x->rank != 4 || w->rank != 4)

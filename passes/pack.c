@@ -1,5 +1,15 @@
-/* passes/pack.c - compile-time packing of convolution weights.
+/* passes/pack.c - compile-time packing of convolution weights (passes
+ * "winograd" and "pack").
  * requires: topo order, shapes   preserves: shapes, feeds, fetches   invalidates: memory plan
+ *
+ * winograd (before pack): an f32 3x3 CONV2D with strides and dilations 1,
+ * Cin and Cout >= WINO_MIN_CH and at least WINO_MIN_TILES 2x2 output tiles
+ * gets its weight transformed for Winograd F(2x2,3x3) by the runtime's
+ * tcrt_pack_conv_wino (p.i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_WINO), 2.25x
+ * fewer multiply-adds.  Fewer tiles than that (ResNet's 7x7 layers at batch
+ * 1: 16 tiles) run no faster: the transformed weights are 16/9 the size and
+ * each is used by few tiles (benchmarks/sgemm, docs/performance.md).
+ * `--disable-pass winograd` keeps the direct kernel for every conv.
  *
  * Every f32 non-depthwise CONV2D whose weight input is a CONST in HWIO
  * layout [KH,KW,Cin,Cout] gets a new CONST weight packed by the runtime's
@@ -39,6 +49,9 @@ static bool on_accelerator(const IrNode *n)
     return n->device && ir_dev_parse(n->device, &d) && d.has_type && strcmp(d.type, "CPU") != 0;
 }
 
+/* Winograd limits (measured, benchmarks/sgemm --convs-only 1). */
+enum { WINO_MIN_CH = 16, WINO_MIN_TILES = 32 };
+
 static bool can_pack(const IrNode *n)
 {
     if (n->op != OP_CONV2D || n->n_inputs < 2 || n->out[0].type.dtype != TCRT_F32 ||
@@ -51,14 +64,28 @@ static bool can_pack(const IrNode *n)
            xt->shape.rank == 4 && wt->shape.dims[2] == xt->shape.dims[3] && ir_shape_count(&wt->shape) > 0;
 }
 
-/* A CONST holding w packed (made once per weight node). */
-static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, Packed *cache, int *n_cache)
+/* A packable conv that Winograd F(2x2,3x3) runs faster (file comment). */
+static bool wants_wino(const IrNode *n)
+{
+    if (!can_pack(n))
+        return false;
+    const IrShape *w = &ir_value_type(n->inputs[1])->shape, *y = &n->out[0].type.shape;
+    const int64_t *p = n->p.i;
+    int64_t tiles = y->dims[0] * ((y->dims[1] + 1) / 2) * ((y->dims[2] + 1) / 2);
+    return w->dims[0] == 3 && w->dims[1] == 3 && p[TCRT_CONV_SH] == 1 && p[TCRT_CONV_SW] == 1 &&
+           p[TCRT_CONV_DH] == 1 && p[TCRT_CONV_DW] == 1 && w->dims[2] >= WINO_MIN_CH &&
+           w->dims[3] >= WINO_MIN_CH && tiles >= WINO_MIN_TILES;
+}
+
+/* A CONST holding w packed (made once per weight node), for Winograd when
+ * wino. */
+static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, bool wino, Packed *cache, int *n_cache)
 {
     for (int i = 0; i < *n_cache; i++)
         if (cache[i].from == w)
             return cache[i].to;
     const IrShape *s = &w->out[0].type.shape;
-    int64_t kh = s->dims[0], kw = s->dims[1], cin = s->dims[2], cout = s->dims[3];
+    int64_t kh = wino ? 4 : s->dims[0], kw = wino ? 4 : s->dims[1], cin = s->dims[2], cout = s->dims[3];
     int64_t floats = tcrt_conv_packed_floats(kh, kw, cin, cout);
     IrValue none = {NULL, 0};
     if (floats <= 0 || (uint64_t)floats > SIZE_MAX / sizeof(float))
@@ -68,7 +95,10 @@ static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, Packed *cache, 
         st_errorf(cx->st, ST_NOMEM, "pack: out of memory");
         return none;
     }
-    tcrt_pack_conv_weights(w->data, kh, kw, cin, cout, buf);
+    if (wino)
+        tcrt_pack_conv_wino(w->data, cin, cout, buf);
+    else
+        tcrt_pack_conv_weights(w->data, kh, kw, cin, cout, buf);
     int64_t dims[5] = {(cout + TCRT_PACK_NR - 1) / TCRT_PACK_NR, kh, kw, cin, TCRT_PACK_NR};
     IrShape ps = ir_shape_make(5, dims);
     const char *o = g->cur_origin, *oo = g->cur_origin_op;
@@ -85,11 +115,13 @@ static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, Packed *cache, 
     return v;
 }
 
-PassResult pass_pack(IrGraph *g, PassCtx *cx)
+/* Packs the weights of every conv that can_pack (wino: wants_wino) says. */
+static PassResult pack_convs(IrGraph *g, PassCtx *cx, bool wino)
 {
+    bool (*eligible)(const IrNode *) = wino ? wants_wino : can_pack;
     int n_convs = 0;
     IR_FOR_EACH(g, n) {
-        n_convs += can_pack(n);
+        n_convs += eligible(n);
     }
     if (n_convs == 0)
         return PASS_SAME;
@@ -103,17 +135,17 @@ PassResult pass_pack(IrGraph *g, PassCtx *cx)
     g->fold_on_build = false;
     for (int i = 0; i < n_nodes && st_ok(cx->st); i++) {
         IrNode *n = g->nodes[i];
-        if (n->dead || !can_pack(n))
+        if (n->dead || !eligible(n))
             continue;
         IrNode *w = n->inputs[1].node;
-        IrValue pw = packed_weight(g, cx, w, cache, &n_cache);
+        IrValue pw = packed_weight(g, cx, w, wino, cache, &n_cache);
         if (!pw.node)
             continue;
         IrValue in[4];
         memcpy(in, n->inputs, sizeof(IrValue) * (size_t)n->n_inputs);
         in[1] = pw;
         IrParams p = n->p;
-        p.i[TCRT_CONV_PACKED] = 1;
+        p.i[TCRT_CONV_PACKED] = wino ? TCRT_CONV_PACK_WINO : TCRT_CONV_PACK_DIRECT;
         p.i[TCRT_CONV_COUT] = w->out[0].type.shape.dims[3];
         const char *o = g->cur_origin, *oo = g->cur_origin_op;
         g->cur_origin = n->origin;
@@ -138,4 +170,14 @@ PassResult pass_pack(IrGraph *g, PassCtx *cx)
     if (changed)
         ir_graph_compact(g);
     return changed ? PASS_CHANGED : PASS_SAME;
+}
+
+PassResult pass_winograd(IrGraph *g, PassCtx *cx)
+{
+    return pack_convs(g, cx, true);
+}
+
+PassResult pass_pack(IrGraph *g, PassCtx *cx)
+{
+    return pack_convs(g, cx, false);
 }

@@ -58,7 +58,11 @@ PassResult pass_layout(IrGraph *g, PassCtx *cx);
  * activations, and (conv2d) a same-shape add as the residual input. */
 PassResult pass_fuse(IrGraph *g, PassCtx *cx);
 /* pack.c: replaces the constant HWIO weights of f32 non-depthwise conv2d by
- * tcrt_pack_conv_weights' layout (TCRT_CONV_PACKED, TCRT_CONV_COUT). */
+ * tcrt_pack_conv_weights' layout (TCRT_CONV_PACKED, TCRT_CONV_COUT);
+ * pass_winograd (before it) does so with tcrt_pack_conv_wino's Winograd
+ * F(2x2,3x3) layout (TCRT_CONV_PACK_WINO) for the 3x3 stride-1 convs that
+ * run faster that way. */
+PassResult pass_winograd(IrGraph *g, PassCtx *cx);
 PassResult pass_pack(IrGraph *g, PassCtx *cx);
 /* memplan.c: one arena; args and results pinned, intermediates reuse dead
  * buffers (greedy best fit in schedule order); CONST data gets offsets in the

@@ -37,6 +37,7 @@ static const PassInfo pipeline[] = {
     {"dce", pass_dce, REQ_TOPO, INV_PLAN},
     {"layout", pass_layout, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"fuse", pass_fuse, REQ_TOPO | REQ_SHAPES, INV_PLAN},
+    {"winograd", pass_winograd, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"pack", pass_pack, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"memplan", pass_memplan, REQ_TOPO | REQ_SHAPES, INV_NONE},
 };

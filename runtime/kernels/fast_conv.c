@@ -239,6 +239,7 @@ typedef struct PConv {
     float *y;
     int act;
     float alpha;
+    bool wino; /* TCRT_CONV_PACKED == TCRT_CONV_PACK_WINO: w holds U = G g G^T, [blocks][4][4][C][16] */
 } PConv;
 
 /* Fills g from the call; false when it is not a packed conv this kernel
@@ -255,6 +256,15 @@ static bool pconv_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, 
         return false;
     g->N = x->dims[0], g->H = x->dims[1], g->W = x->dims[2], g->C = x->dims[3];
     g->KH = w->dims[1], g->KW = w->dims[2], g->O = out->dims[3], g->OH = out->dims[1], g->OW = out->dims[2];
+    g->wino = p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_WINO;
+    if (g->wino) { /* a 3x3 stride-1 conv whose packed taps are the 4x4 transformed filter */
+        if (g->KH != 4 || g->KW != 4 || p->i[TCRT_CONV_SH] != 1 || p->i[TCRT_CONV_SW] != 1 ||
+            p->i[TCRT_CONV_DH] != 1 || p->i[TCRT_CONV_DW] != 1)
+            return false;
+        g->KH = g->KW = 3;
+    } else if (p->i[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT) {
+        return false;
+    }
     g->sh = p->i[TCRT_CONV_SH], g->sw = p->i[TCRT_CONV_SW], g->dh = p->i[TCRT_CONV_DH],
     g->dw = p->i[TCRT_CONV_DW];
     g->pt = p->i[TCRT_CONV_PT], g->pl = p->i[TCRT_CONV_PL];
@@ -266,7 +276,7 @@ static bool pconv_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, 
         w->dims[4] != TCRT_PACK_NR || w->dims[0] != div_up(g->O, TCRT_PACK_NR) || g->N <= 0 || g->H <= 0 ||
         g->W <= 0 || g->C <= 0 || g->KH <= 0 || g->KW <= 0 || g->O <= 0 || g->OH <= 0 || g->OW <= 0)
         return false;
-    if (tcrt_conv_packed_floats(g->KH, g->KW, g->C, g->O) == 0 || tcrt_tensor_count(out) <= 0)
+    if (tcrt_conv_packed_floats(w->dims[1], w->dims[2], g->C, g->O) == 0 || tcrt_tensor_count(out) <= 0)
         return false;
     g->bias = g->res = NULL;
     if (n_in >= 3) {
@@ -301,10 +311,14 @@ static size_t pconv_ws_bytes(const PConv *g)
            (size_t)TCRT_MAX_THREADS * TCRT_KERN_MAX_MR * (size_t)taps * sizeof(const float *);
 }
 
+static size_t wino_ws_bytes(const PConv *g);
+
 size_t tcrt_pconv_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
 {
     PConv g;
-    return pconv_geom(in, n_in, out, p, &g) ? pconv_ws_bytes(&g) : 0;
+    if (!pconv_geom(in, n_in, out, p, &g))
+        return 0;
+    return g.wino ? wino_ws_bytes(&g) : pconv_ws_bytes(&g);
 }
 
 typedef struct ConvJob {
@@ -795,12 +809,290 @@ static void thin_task(void *ctx, int64_t task, int tid)
     }
 }
 
+/* ---- Winograd F(2x2, 3x3) ---- */
+
+/* A 3x3 stride-1 convolution as Lavin's F(2x2, 3x3): each 2x2 block of
+ * output pixels (a tile) comes from a 4x4 input patch d as
+ * Y = A^T [sum over Cin of U (.) V] A with V = B^T d B (input transform),
+ * U = G g G^T (the filter, transformed once at pack time) and (.) the
+ * elementwise product, i.e. 16 independent GEMMs [tiles x Cin] x
+ * [Cin x Cout], one per transform point f, with 2.25x fewer multiply-adds
+ * than the direct convolution.
+ *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+ *   G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
+ *   A^T = [1 1 1 0; 0 1 -1 -1]
+ * Weights (tcrt_pack_conv_wino): U in the packed conv layout of a 4x4
+ * filter, [ceil(Cout/16)][4][4][Cin][16], so point f's GEMM reads panel
+ * rows f*Cin .. of every 16-column block with the ordinary micro-kernel
+ * (one tap, kc = Cin, row pointers into V).
+ * Work: a task is (Cout chunk of WINO_CC columns, block of tiles), chunk
+ * major, so that a thread sweeping consecutive blocks keeps the chunk's
+ * 16 x Cin x WINO_CC weights in L2.  Per task, in the thread's workspace
+ * slot: V [16][tb][Cin rounded to 16] (the block's transformed inputs), the
+ * 16 GEMMs into M [16][tb][WINO_CC], then the output transform with bias,
+ * residual and activation at the one store.  The input transform is redone
+ * per Cout chunk (about 1/16 of the chunk's FMAs at Cin = 64).
+ * Numerics: the transforms add and subtract inputs (and U halves sums), so
+ * results differ from the direct convolution by a few roundings (relative
+ * 1e-6 on ResNet layers), not bit for bit.
+ * Workspace: TCRT_MAX_THREADS slots of WINO_SLOT_BYTES at most (a slot
+ * holds at least one 6-tile block); only the slots of threads in use are
+ * ever touched.  tb depends on Cin and the output size only, never on the
+ * ISA or thread count, so the compiler's planned size is valid anywhere. */
+enum { WINO_CC = 64, WINO_SLOT_BYTES = 256 << 10 };
+
+void tcrt_pack_conv_wino(const float *hwio, int64_t cin, int64_t cout, float *packed)
+{
+    int64_t blocks = div_up(cout, TCRT_PACK_NR);
+    for (int64_t b = 0; b < blocks; b++)
+        for (int64_t c = 0; c < cin; c++)
+            for (int64_t jj = 0; jj < TCRT_PACK_NR; jj++) {
+                int64_t o = b * TCRT_PACK_NR + jj;
+                double g[3][3] = {{0}}, t[4][3], u[4][4];
+                if (o < cout)
+                    for (int kh = 0; kh < 3; kh++)
+                        for (int kw = 0; kw < 3; kw++)
+                            g[kh][kw] = hwio[((kh * 3 + kw) * cin + c) * cout + o];
+                for (int kw = 0; kw < 3; kw++) { /* t = G g */
+                    t[0][kw] = g[0][kw];
+                    t[1][kw] = 0.5 * (g[0][kw] + g[1][kw] + g[2][kw]);
+                    t[2][kw] = 0.5 * (g[0][kw] - g[1][kw] + g[2][kw]);
+                    t[3][kw] = g[2][kw];
+                }
+                for (int a = 0; a < 4; a++) { /* u = t G^T */
+                    u[a][0] = t[a][0];
+                    u[a][1] = 0.5 * (t[a][0] + t[a][1] + t[a][2]);
+                    u[a][2] = 0.5 * (t[a][0] - t[a][1] + t[a][2]);
+                    u[a][3] = t[a][2];
+                }
+                for (int f = 0; f < 16; f++)
+                    packed[((b * 16 + f) * cin + c) * TCRT_PACK_NR + jj] = (float)u[f / 4][f % 4];
+            }
+}
+
+static int64_t wino_tiles(const PConv *g)
+{
+    return g->N * div_up(g->OH, 2) * div_up(g->OW, 2);
+}
+
+/* Tiles per block of a workspace slot: a multiple of TCRT_KERN_MAX_MR, at
+ * least one, no more than the conv has. */
+static int64_t wino_block(const PConv *g)
+{
+    int64_t per_tile = 16 * (round16(g->C) + WINO_CC) * (int64_t)sizeof(float);
+    int64_t tb = WINO_SLOT_BYTES / per_tile / TCRT_KERN_MAX_MR * TCRT_KERN_MAX_MR;
+    int64_t cap = div_up(wino_tiles(g), TCRT_KERN_MAX_MR) * TCRT_KERN_MAX_MR;
+    tb = tb < cap ? tb : cap;
+    return tb < TCRT_KERN_MAX_MR ? TCRT_KERN_MAX_MR : tb;
+}
+
+static int64_t wino_slot_floats(const PConv *g)
+{
+    return 16 * wino_block(g) * (round16(g->C) + WINO_CC);
+}
+
+static size_t wino_ws_bytes(const PConv *g)
+{
+    return 64 + (size_t)TCRT_MAX_THREADS * (size_t)wino_slot_floats(g) * sizeof(float);
+}
+
+typedef struct WinoJob {
+    const PConv *g;
+    Kern k;
+    float *ws;
+    int64_t slot, tb, nblk, nq, tw, tpi, tiles, cpad, pstride;
+} WinoJob;
+
+/* V = B^T d B of one 4x4 patch, 8 channels; point f stored at out + f*fs. */
+static inline void wino_in_tf(nvf d[4][4], float *out, int64_t fs)
+{
+    nvf t[4][4];
+    for (int b = 0; b < 4; b++) {
+        t[0][b] = d[0][b] - d[2][b];
+        t[1][b] = d[1][b] + d[2][b];
+        t[2][b] = d[2][b] - d[1][b];
+        t[3][b] = d[1][b] - d[3][b];
+    }
+    for (int a = 0; a < 4; a++) {
+        nvf v[4] = {t[a][0] - t[a][2], t[a][1] + t[a][2], t[a][2] - t[a][1], t[a][1] - t[a][3]};
+        for (int b = 0; b < 4; b++)
+            memcpy(out + (a * 4 + b) * fs, &v[b], sizeof v[b]);
+    }
+}
+
+/* Input transform of tiles [t0, t0 + nt) into V [16][tb][cpad]. */
+static void wino_input(const WinoJob *j, int64_t t0, int64_t nt, float *V)
+{
+    const PConv *g = j->g;
+    const int64_t C = g->C, cv = C - C % NV, fs = j->tb * j->cpad;
+    for (int64_t t = 0; t < nt; t++) {
+        int64_t tt = t0 + t, n = tt / j->tpi, r = tt % j->tpi;
+        int64_t ih0 = 2 * (r / j->tw) - g->pt, iw0 = 2 * (r % j->tw) - g->pl;
+        const float *src[4][4];
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 4; b++) {
+                int64_t ih = ih0 + a, iw = iw0 + b;
+                src[a][b] = ih >= 0 && ih < g->H && iw >= 0 && iw < g->W
+                                ? g->x + ((n * g->H + ih) * g->W + iw) * C
+                                : NULL;
+            }
+        float *vt = V + t * j->cpad;
+        nvf d[4][4];
+        for (int64_t c = 0; c < cv; c += NV) {
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 4; b++)
+                    d[a][b] = src[a][b] ? nv_load(src[a][b] + c) : nv_splat(0);
+            wino_in_tf(d, vt + c, fs);
+        }
+        if (cv < C) { /* the last C % 8 channels, through zero-padded vectors */
+            float buf[NV];
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 4; b++) {
+                    memset(buf, 0, sizeof buf);
+                    if (src[a][b])
+                        memcpy(buf, src[a][b] + cv, (size_t)(C - cv) * sizeof(float));
+                    d[a][b] = nv_load(buf);
+                }
+            float tail[16][NV];
+            wino_in_tf(d, tail[0], NV);
+            for (int f = 0; f < 16; f++)
+                memcpy(vt + f * fs + cv, tail[f], (size_t)(C - cv) * sizeof(float));
+        }
+    }
+}
+
+/* The 16 GEMMs of nt tiles: M[f][t][0..ccw) = V[f][t][0..C) x U[f][0..C)[col0 ..). */
+static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, const float *V, float *M)
+{
+    const PConv *g = j->g;
+    const int64_t mr = j->k.mr, nr = j->k.nr;
+    TcrtKernEpi e;
+    memset(&e, 0, sizeof e);
+    e.act = TCRT_ACT_NONE;
+    e.partial = true; /* raw sums */
+    const float *ind[TCRT_KERN_MAX_MR];
+    for (int f = 0; f < 16; f++) {
+        const float *vf = V + f * j->tb * j->cpad;
+        float *mf = M + f * j->tb * WINO_CC;
+        const float *wf = g->w + (col0 / TCRT_PACK_NR) * j->pstride + f * g->C * TCRT_PACK_NR;
+        for (int64_t r0 = 0; r0 < nt; r0 += mr) {
+            int64_t m = nt - r0 < mr ? nt - r0 : mr;
+            for (int64_t r = 0; r < mr; r++)
+                ind[r] = vf + (r0 + (r < m ? r : m - 1)) * j->cpad;
+            for (int64_t cb = 0; cb < ccw; cb += nr)
+                j->k.fn(m, ccw - cb < nr ? ccw - cb : nr, 1, g->C, ind, wf + cb / TCRT_PACK_NR * j->pstride,
+                        j->pstride, mf + r0 * WINO_CC + cb, WINO_CC, &e);
+        }
+    }
+}
+
+/* Y = A^T m A of one tile (8 channels): y[i][jj]. */
+static inline void wino_out_tf(const nvf m[16], nvf y[2][2])
+{
+    nvf s[2][4];
+    for (int b = 0; b < 4; b++) {
+        s[0][b] = m[b] + m[4 + b] + m[8 + b];
+        s[1][b] = m[4 + b] - m[8 + b] - m[12 + b];
+    }
+    for (int i = 0; i < 2; i++) {
+        y[i][0] = s[i][0] + s[i][1] + s[i][2];
+        y[i][1] = s[i][1] - s[i][2] - s[i][3];
+    }
+}
+
+/* Output transform of tiles [t0, t0 + nt), columns [col0, col0 + ccw), with
+ * bias, residual and activation; pixels past OH/OW are not stored. */
+static void wino_output(const WinoJob *j, int64_t t0, int64_t nt, int64_t col0, int64_t ccw, const float *M)
+{
+    const PConv *g = j->g;
+    const int64_t O = g->O, fs = j->tb * WINO_CC;
+    for (int64_t t = 0; t < nt; t++) {
+        int64_t tt = t0 + t, n = tt / j->tpi, r = tt % j->tpi;
+        int64_t oh0 = 2 * (r / j->tw), ow0 = 2 * (r % j->tw);
+        const float *mt = M + t * WINO_CC;
+        for (int64_t c = 0; c < ccw; c += NV) {
+            int64_t w = ccw - c < NV ? ccw - c : NV;
+            nvf m[16], y[2][2], bv = nv_splat(0);
+            float buf[NV];
+            for (int f = 0; f < 16; f++) {
+                if (w == NV) {
+                    m[f] = nv_load(mt + f * fs + c);
+                    continue;
+                }
+                memset(buf, 0, sizeof buf);
+                memcpy(buf, mt + f * fs + c, (size_t)w * sizeof(float));
+                m[f] = nv_load(buf);
+            }
+            if (g->bias) {
+                memset(buf, 0, sizeof buf);
+                memcpy(buf, g->bias + col0 + c, (size_t)w * sizeof(float));
+                bv = nv_load(buf);
+            }
+            wino_out_tf(m, y);
+            for (int i = 0; i < 2 && oh0 + i < g->OH; i++)
+                for (int jj = 0; jj < 2 && ow0 + jj < g->OW; jj++) {
+                    int64_t off = ((n * g->OH + oh0 + i) * g->OW + ow0 + jj) * O + col0 + c;
+                    nvf v = y[i][jj] + bv;
+                    if (g->res) {
+                        memset(buf, 0, sizeof buf);
+                        memcpy(buf, g->res + off, (size_t)w * sizeof(float));
+                        v += nv_load(buf);
+                    }
+                    v = nv_act(v, g->act, g->alpha);
+                    memcpy(g->y + off, &v, (size_t)w * sizeof(float));
+                }
+        }
+    }
+}
+
+static void wino_task(void *ctx, int64_t task, int tid)
+{
+    const WinoJob *j = ctx;
+    int64_t q = task / j->nblk, blk = task % j->nblk;
+    int64_t t0 = blk * j->tb, nt = j->tiles - t0 < j->tb ? j->tiles - t0 : j->tb;
+    int64_t col0 = q * WINO_CC, ccw = j->g->O - col0 < WINO_CC ? j->g->O - col0 : WINO_CC;
+    float *V = j->ws + (int64_t)tid * j->slot, *M = V + 16 * j->tb * j->cpad;
+    wino_input(j, t0, nt, V);
+    wino_gemm(j, nt, col0, ccw, V, M);
+    wino_output(j, t0, nt, col0, ccw, M);
+}
+
+/* false: the workspace is missing or too small (the caller falls back). */
+static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
+{
+    size_t need = wino_ws_bytes(g);
+    if (n_out < 2 || !out[1].data || (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < need)
+        return false;
+    WinoJob j;
+    j.g = g;
+    j.k = pick_kernel(tcrt_kern_isa());
+    j.ws = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
+    j.slot = wino_slot_floats(g);
+    j.tw = div_up(g->OW, 2);
+    j.tpi = div_up(g->OH, 2) * j.tw;
+    j.tiles = wino_tiles(g);
+    j.cpad = round16(g->C);
+    j.pstride = 16 * g->C * TCRT_PACK_NR;
+    j.nq = div_up(g->O, WINO_CC);
+    /* the slot's block, in whole tiles of the kernel; then enough tasks
+     * for the threads (>= 4 each), and blocks of near-equal size */
+    int64_t tb = wino_block(g) / j.k.mr * j.k.mr, want = 4 * (int64_t)team();
+    while (tb > j.k.mr && div_up(j.tiles, tb) * j.nq < want)
+        tb -= j.k.mr;
+    j.nblk = div_up(j.tiles, tb);
+    j.tb = div_up(div_up(j.tiles, j.nblk), j.k.mr) * j.k.mr;
+    tcrt_parallel_tasks(j.nq * j.nblk, wino_task, &j);
+    return true;
+}
+
 tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
     PConv g;
     if (n_out < 1 || !pconv_geom(in, n_in, out, p, &g) || !g.x || !g.w || !g.y || (n_in >= 3 && !g.bias) ||
         (n_in == 4 && !g.res))
         return tcrt_ref_conv2d(in, n_in, out, n_out, p);
+    if (g.wino)
+        return wino_run(&g, out, n_out) ? TCRT_OK : tcrt_ref_conv2d(in, n_in, out, 1, p);
     if (narrow_applies(&g) || thin_applies(&g)) {
         direct_run(&g, !narrow_applies(&g));
         return TCRT_OK;

@@ -486,18 +486,21 @@ END_TEST
 
 /* ---- pack ---- */
 
-static void check_pack(int kh, int cin, int cout, int pad)
+/* pass_pack (wino: pass_winograd) on a kh x kh conv of an h x w x cin input
+ * to cout channels with SAME-style pad: the packed conv computes what the
+ * HWIO one did (the reference kernel reads both layouts). */
+static void check_pack_hw(int h, int w, int kh, int cin, int cout, int pad, bool wino)
 {
-    int h = 3, w = 4;
     int nw = kh * kh * cin * cout, nx = h * w * cin;
     float *wd = malloc(sizeof(float) * (size_t)nw), *xd = malloc(sizeof(float) * (size_t)nx);
     for (int i = 0; i < nw; i++)
         wd[i] = (float)((i * 7) % 11) - 5.0f;
     for (int i = 0; i < nx; i++)
         xd[i] = (float)((i * 5) % 9) - 4.0f;
-    char *hex = malloc((size_t)nw * 8 + 16), text[8192];
+    size_t tn = (size_t)nw * 8 + 4096;
+    char *hex = malloc((size_t)nw * 8 + 16), *text = malloc(tn);
     int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kh + 1;
-    snprintf(text, sizeof text,
+    snprintf(text, tn,
              "graph \"m\"\nfeed \"x\" %%0\nfetch \"y\" %%2\n"
              "%%0 = arg() : f32[1,%d,%d,%d]\n"
              "%%1 = const() : f32[%d,%d,%d,%d] = %s\n"
@@ -507,33 +510,74 @@ static void check_pack(int kh, int cin, int cout, int pad)
     int ny = oh * ow * cout;
     float *y0 = malloc(sizeof(float) * (size_t)ny), *y1 = malloc(sizeof(float) * (size_t)ny);
     run_conv(fetched(g, 0), xd, NULL, y0);
-    ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
+    ck_assert_int_eq(run_pass(g, wino ? pass_winograd : pass_pack), PASS_CHANGED);
     IrNode *c = fetched(g, 0);
-    ck_assert_int_eq(c->p.i[TCRT_CONV_PACKED], 1);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_PACKED], wino ? TCRT_CONV_PACK_WINO : TCRT_CONV_PACK_DIRECT);
     ck_assert_int_eq(c->p.i[TCRT_CONV_COUT], cout);
     ck_assert_int_eq(c->p.i[TCRT_CONV_ACT], TCRT_ACT_RELU);
     ck_assert_str_eq(c->origin, "conv");
     const IrShape *ps = &ir_value_type(c->inputs[1])->shape;
     ck_assert_int_eq(ps->rank, 5);
     ck_assert_int_eq(ps->dims[0], (cout + 15) / 16);
+    ck_assert_int_eq(ps->dims[1], wino ? 4 : kh);
     ck_assert_int_eq(ps->dims[4], 16);
     ck_assert_int_eq(count_op(g, OP_CONST), 1); /* the HWIO weight is gone */
     run_conv(c, xd, NULL, y1);
+    /* integer data: U's halves and quarters and their inverse are exact */
     assert_floats(y1, y0, ny, 0);
-    /* packing is done once: a second run changes nothing */
+    /* packing is done once: a second run of either pass changes nothing */
     ck_assert_int_eq(run_pass(g, pass_pack), PASS_SAME);
+    ck_assert_int_eq(run_pass(g, pass_winograd), PASS_SAME);
     ir_graph_free(g);
     free(wd);
     free(xd);
     free(hex);
+    free(text);
     free(y0);
     free(y1);
+}
+
+static void check_pack(int kh, int cin, int cout, int pad)
+{
+    check_pack_hw(3, 4, kh, cin, cout, pad, false);
 }
 
 START_TEST(test_pack_matches_unpacked)
 {
     check_pack(3, 2, 3, 1);
     check_pack(1, 3, 17, 0);
+}
+END_TEST
+
+/* pass_winograd takes a 3x3 stride-1 conv with Cin, Cout >= 16 and at least
+ * 32 output tiles of 2x2 (12x12 SAME: 36 tiles), and nothing else. */
+START_TEST(test_winograd_pass)
+{
+    check_pack_hw(12, 12, 3, 16, 20, 1, true);
+    check_pack_hw(13, 11, 3, 17, 33, 1, true); /* odd sizes: 7x6 tiles */
+    /* not taken: 16 tiles (10x10 VALID -> 8x8), Cin 8, a 1x1 conv, stride 2 */
+    static const struct {
+        int hw, cin, kh, s;
+    } no[] = {{10, 16, 3, 1}, {14, 8, 3, 1}, {12, 16, 1, 1}, {26, 16, 3, 2}};
+    for (size_t k = 0; k < sizeof no / sizeof no[0]; k++) {
+        int nw = no[k].kh * no[k].kh * no[k].cin * 16, o = (no[k].hw - no[k].kh) / no[k].s + 1;
+        float *wd = calloc((size_t)nw, sizeof(float));
+        size_t tn = (size_t)nw * 8 + 4096;
+        char *hex = malloc((size_t)nw * 8 + 16), *text = malloc(tn);
+        snprintf(text, tn,
+                 "graph \"m\"\nfeed \"x\" %%0\nfetch \"y\" %%2\n%%0 = arg() : f32[1,%d,%d,%d]\n"
+                 "%%1 = const() : f32[%d,%d,%d,16] = %s\n"
+                 "%%2 = conv2d(%%0, %%1) {i=[%d,%d,1,1,0,0,0,0,0,0]} : f32[1,%d,%d,16]\n",
+                 no[k].hw, no[k].hw, no[k].cin, no[k].kh, no[k].kh, no[k].cin, hexf(hex, wd, nw), no[k].s,
+                 no[k].s, o, o);
+        IrGraph *g = parse(text);
+        ck_assert_int_eq(run_pass(g, pass_winograd), PASS_SAME);
+        ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED); /* the direct layout instead */
+        ir_graph_free(g);
+        free(wd);
+        free(hex);
+        free(text);
+    }
 }
 END_TEST
 
@@ -689,6 +733,7 @@ static Suite *rewrites_suite(void)
     tcase_add_test(tc, test_fuse_pad_kept);
     tcase_add_test(tc, test_pack_matches_unpacked);
     tcase_add_test(tc, test_pack_skips_depthwise);
+    tcase_add_test(tc, test_winograd_pass);
     tcase_add_test(tc, test_conv_shape_rule_errors);
     tcase_add_test(tc, test_pipeline_regions);
     tcase_add_test(tc, test_pipeline_disable_new_passes);
