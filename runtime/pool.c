@@ -47,6 +47,8 @@
  * The sleeper counts use
  * the store-then-load pattern on both sides (all seq_cst), so a post never
  * misses a worker that is about to sleep.
+ * tcrt_parallel_tasks_max: tids at or above the job's max_tids leave it at
+ * once (a kernel whose per-thread scratch has fewer slots than threads).
  * Nesting: a call from inside a task (or while another thread's job holds the
  * pool) runs its tasks in order on the calling thread, with the calling
  * task's tid (0 outside a task).
@@ -90,6 +92,7 @@ typedef struct Pool {
     _Atomic(tcrt_task_fn) fn;  /* current job */
     _Atomic(void *) ctx;
     _Atomic int64_t n;
+    _Atomic int max_tids;        /* only tids below this take tasks of the current job */
     _Atomic int sleepers;        /* workers in (or entering) a futex wait on gen */
     _Atomic int caller_sleeping; /* the poster waits on `finished` */
     _Atomic int busy;            /* a job is posted (one poster at a time) */
@@ -255,7 +258,10 @@ static void run_tasks(uint32_t g, int tid)
     tcrt_task_fn fn = atomic_load(&pool.fn);
     void *ctx = atomic_load(&pool.ctx);
     int64_t n = atomic_load(&pool.n), task;
-    /* a successful claim saw job g unfinished, so fn, ctx and n above were g's */
+    /* a successful claim saw job g unfinished, so fn, ctx, n and max_tids
+     * above were g's */
+    if (tid >= atomic_load(&pool.max_tids))
+        return;
     while (claim_task(g, n, tid, &task)) {
         fn(ctx, task, tid);
         if (atomic_fetch_add(&pool.done, 1) + 1 == n) {
@@ -359,11 +365,16 @@ static void run_serial(int64_t n_tasks, tcrt_task_fn fn, void *ctx)
 
 void tcrt_parallel_tasks(int64_t n_tasks, tcrt_task_fn fn, void *ctx)
 {
+    tcrt_parallel_tasks_max(n_tasks, TCRT_MAX_THREADS, fn, ctx);
+}
+
+void tcrt_parallel_tasks_max(int64_t n_tasks, int max_threads, tcrt_task_fn fn, void *ctx)
+{
     if (n_tasks <= 0 || !fn)
         return;
     int z = 0;
     if (n_tasks == 1 || pool.n_workers == 0 || cur_tid >= 0 || n_tasks > (int64_t)UINT32_MAX ||
-        !atomic_compare_exchange_strong(&pool.busy, &z, 1)) {
+        max_threads <= 1 || !atomic_compare_exchange_strong(&pool.busy, &z, 1)) {
         run_serial(n_tasks, fn, ctx);
         return;
     }
@@ -373,7 +384,10 @@ void tcrt_parallel_tasks(int64_t n_tasks, tcrt_task_fn fn, void *ctx)
     atomic_store(&pool.fn, fn);
     atomic_store(&pool.ctx, ctx);
     atomic_store(&pool.n, n_tasks);
+    atomic_store(&pool.max_tids, max_threads);
     atomic_store(&pool.gen, g);
+    /* (the futex wakes any sleepers, not the tids below max_threads: as many
+     * as without the limit, and the others go back to waiting) */
     if (atomic_load(&pool.sleepers) > 0)
         wake(&pool.gen, n_tasks - 1 < pool.n_workers ? (int)(n_tasks - 1) : pool.n_workers);
 

@@ -37,6 +37,10 @@ static inline int tcrt_pool_descending(int tid)
 }
 
 void tcrt_parallel_tasks(int64_t n_tasks, tcrt_task_fn fn, void *ctx);
+/* The same, with only tids below max_threads taking tasks (per-thread
+ * scratch for fewer threads than TCRT_MAX_THREADS; max_threads <= 1: every
+ * task runs on the caller). */
+void tcrt_parallel_tasks_max(int64_t n_tasks, int max_threads, tcrt_task_fn fn, void *ctx);
 
 /* Restarts the pool with n_threads - 1 workers (clamped to
  * [1, TCRT_MAX_THREADS]; nothing happens when the count is unchanged or when

@@ -835,11 +835,14 @@ static void thin_task(void *ctx, int64_t task, int tid)
  * Numerics: the transforms add and subtract inputs (and U halves sums), so
  * results differ from the direct convolution by a few roundings (relative
  * 1e-6 on ResNet layers), not bit for bit.
- * Workspace: TCRT_MAX_THREADS slots of WINO_SLOT_BYTES at most (a slot
- * holds at least one 6-tile block); only the slots of threads in use are
- * ever touched.  tb depends on Cin and the output size only, never on the
- * ISA or thread count, so the compiler's planned size is valid anywhere. */
-enum { WINO_CC = 64, WINO_SLOT_BYTES = 256 << 10 };
+ * Workspace: WINO_SLOTS slots of WINO_SLOT_BYTES at most (a slot holds at
+ * least one 6-tile block), one per thread: at most WINO_SLOTS threads take
+ * part (tcrt_parallel_tasks_max), so the planned workspace does not grow
+ * with TCRT_MAX_THREADS; only the slots of threads in use are touched.  tb
+ * depends on Cin and the output size only, never on the ISA or thread
+ * count, so the compiler's planned size is valid anywhere.  (A 1 MB slot,
+ * fewer larger blocks, measured no better on ResNet's layers.) */
+enum { WINO_CC = 64, WINO_SLOT_BYTES = 256 << 10, WINO_SLOTS = 4 };
 
 void tcrt_pack_conv_wino(const float *hwio, int64_t cin, int64_t cout, float *packed)
 {
@@ -893,7 +896,7 @@ static int64_t wino_slot_floats(const PConv *g)
 
 static size_t wino_ws_bytes(const PConv *g)
 {
-    return 64 + (size_t)TCRT_MAX_THREADS * (size_t)wino_slot_floats(g) * sizeof(float);
+    return 64 + (size_t)WINO_SLOTS * (size_t)wino_slot_floats(g) * sizeof(float);
 }
 
 typedef struct WinoJob {
@@ -1023,7 +1026,9 @@ static void wino_output(const WinoJob *j, int64_t t0, int64_t nt, int64_t col0, 
                 memcpy(buf, mt + f * fs + c, (size_t)w * sizeof(float));
                 m[f] = nv_load(buf);
             }
-            if (g->bias) {
+            if (g->bias && w == NV) {
+                bv = nv_load(g->bias + col0 + c);
+            } else if (g->bias) {
                 memset(buf, 0, sizeof buf);
                 memcpy(buf, g->bias + col0 + c, (size_t)w * sizeof(float));
                 bv = nv_load(buf);
@@ -1033,13 +1038,18 @@ static void wino_output(const WinoJob *j, int64_t t0, int64_t nt, int64_t col0, 
                 for (int jj = 0; jj < 2 && ow0 + jj < g->OW; jj++) {
                     int64_t off = ((n * g->OH + oh0 + i) * g->OW + ow0 + jj) * O + col0 + c;
                     nvf v = y[i][jj] + bv;
-                    if (g->res) {
+                    if (g->res && w == NV) {
+                        v += nv_load(g->res + off);
+                    } else if (g->res) {
                         memset(buf, 0, sizeof buf);
                         memcpy(buf, g->res + off, (size_t)w * sizeof(float));
                         v += nv_load(buf);
                     }
                     v = nv_act(v, g->act, g->alpha);
-                    memcpy(g->y + off, &v, (size_t)w * sizeof(float));
+                    if (w == NV) /* constant size: one vector store */
+                        memcpy(g->y + off, &v, sizeof v);
+                    else
+                        memcpy(g->y + off, &v, (size_t)w * sizeof(float));
                 }
         }
     }
@@ -1076,12 +1086,13 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
     j.nq = div_up(g->O, WINO_CC);
     /* the slot's block, in whole tiles of the kernel; then enough tasks
      * for the threads (>= 4 each), and blocks of near-equal size */
-    int64_t tb = wino_block(g) / j.k.mr * j.k.mr, want = 4 * (int64_t)team();
+    int nth = team() < WINO_SLOTS ? team() : WINO_SLOTS;
+    int64_t tb = wino_block(g) / j.k.mr * j.k.mr, want = 4 * (int64_t)nth;
     while (tb > j.k.mr && div_up(j.tiles, tb) * j.nq < want)
         tb -= j.k.mr;
     j.nblk = div_up(j.tiles, tb);
     j.tb = div_up(div_up(j.tiles, j.nblk), j.k.mr) * j.k.mr;
-    tcrt_parallel_tasks(j.nq * j.nblk, wino_task, &j);
+    tcrt_parallel_tasks_max(j.nq * j.nblk, WINO_SLOTS, wino_task, &j);
     return true;
 }
 

@@ -99,6 +99,38 @@ START_TEST(pool_every_task_once)
 }
 END_TEST
 
+/* tcrt_parallel_tasks_max: with 4 threads and a limit of 2 (and 1), every
+ * task runs once and only tids below the limit run them; with a limit of 2
+ * both take part (retried, as below). */
+START_TEST(pool_max_threads)
+{
+    tcrt_set_threads(4);
+    static Job j;
+    bool both = false;
+    for (int rep = 0; rep < 200; rep++) {
+        int limit = rep % 2 ? 1 : 2;
+        memset(&j, 0, sizeof j);
+        j.threads = limit;
+        tcrt_parallel_tasks_max(MAX_TASKS, limit, check_task, &j);
+        ck_assert_int_eq(atomic_load(&j.bad_tid), 0);
+        ck_assert_int_eq(atomic_load(&j.collisions), 0);
+        int64_t t = 0;
+        while (t < MAX_TASKS && atomic_load(&j.runs[t]) == 1)
+            t++;
+        ck_assert_msg(t == MAX_TASKS, "limit %d: task %lld ran %d times", limit, (long long)t,
+                      t < MAX_TASKS ? atomic_load(&j.runs[t]) : 0);
+        both |= limit == 2 && atomic_load(&j.used_tid[0]) && atomic_load(&j.used_tid[1]);
+    }
+    ck_assert_msg(both, "with a limit of 2, tid 1 never ran a task");
+    /* the next unlimited job still uses every thread */
+    memset(&j, 0, sizeof j);
+    j.threads = 4;
+    tcrt_parallel_tasks(MAX_TASKS, check_task, &j);
+    ck_assert_int_eq(atomic_load(&j.bad_tid), 0);
+    tcrt_set_threads(1);
+}
+END_TEST
+
 /* With several threads and many tasks, more than one tid takes part (the
  * workers do run tasks); retried, since a busy machine may leave one idle. */
 START_TEST(pool_workers_take_tasks)
@@ -381,6 +413,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, pool_every_task_once);
     tcase_add_test(tc, pool_workers_take_tasks);
+    tcase_add_test(tc, pool_max_threads);
     tcase_add_test(tc, pool_large_jobs_every_task_once);
     tcase_add_test(tc, pool_two_threads_split_prefix_suffix);
     tcase_add_test(tc, pool_nested_runs_serially);
