@@ -238,7 +238,7 @@ static bool lower_matmul(OnnxCtx *c, const IrValue *in, int n_in, IrValue *out)
     IrValue y = matmul(c, a, b, false, false);
     TRY(y);
     if (as.rank == 1 || bs.rank == 1) {
-        IrShape ys = *shape_of(y), r;
+        IrShape ys = *shape_of(y), r = {0};
         r.rank = 0;
         for (int i = 0; i < ys.rank; i++) {
             if (as.rank == 1 && i == ys.rank - 2)
@@ -810,7 +810,7 @@ static bool pool_slices(OnnxCtx *c, Op op, const IrValue *in, IrValue *out)
             IrValue ins[2] = {acc, idx};
             IrValue g = ir_emit1(c->g, OP_GATHER, ins, 2, &gp, NULL, c->st);
             TRY(g);
-            IrShape gs = *shape_of(g), ss;
+            IrShape gs = *shape_of(g), ss = {0};
             ss.rank = gs.rank + 1;
             for (int i = 0, j = 0; i < gs.rank; i++) {
                 if (i == a) {

@@ -566,6 +566,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         free(names[i]);
     char *rm[] = {"/bin/rm", "-rf", work, NULL};
+    fflush(stdout); /* the child would flush a copy of buffered output into the same log */
     run_child(rm);
     printf("%s (shard %d/%d): %d / %d passed (%d of them with integer inputs bound at compile time, %d with "
            "small float inputs bound too; %d run; floor %d); %d more pass only with all inputs bound at "

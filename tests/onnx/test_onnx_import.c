@@ -660,6 +660,92 @@ START_TEST(test_maxpool_dilated_indices)
 }
 END_TEST
 
+/* ---- IrShape locals built field by field (pool slices, 1-D MatMul) ---- */
+
+/* Fills a stretch of stack with nonzero bytes, so that a local the
+ * lowering then leaves uninitialized (an IrShape's has_dyn) is garbage
+ * rather than a lucky zero: UBSan reports the bool load, and without it the
+ * value is taken for a data-dependent size. */
+static __attribute__((noinline)) void dirty_stack(void)
+{
+    volatile unsigned char junk[65536];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = 0x65;
+}
+
+/* The fetch folded to n floats with the given dims and a static shape. */
+static const float *fetched_static(IrGraph *g, int rank, const int64_t *dims, int n)
+{
+    const float *v = fetched_f32(g, n);
+    const IrShape *s = &ir_value_type(g->fetches[0].value)->shape;
+    ck_assert(!s->has_dyn);
+    ck_assert_int_eq(s->rank, rank);
+    for (int d = 0; d < rank; d++)
+        ck_assert_int_eq(s->dims[d], dims[d]);
+    return v;
+}
+
+static char *ins_ap[] = {"x"}, *outs_ap[] = {"y"};
+
+/* Dilated pooling (the slice-per-offset path) on x = 1..9 (3x3), kernel
+ * 2x2, strides 1, dilations [1, 2], auto_pad SAME_LOWER: output 3x3; rows
+ * span 2, total pad 1, at the begin; columns span 3, total pad 2, one each
+ * side.  Window (i, j) reads rows {i-1, i} and columns {j-1, j+1} that lie
+ * inside the input.  MaxPool: [2, 3, 2; 5, 6, 5; 8, 9, 8]; AveragePool
+ * (pads not counted): row 0 [2, (1+3)/2, 2], row 1 [(2+5)/2, (1+3+4+6)/4,
+ * (2+5)/2] = 3.5 each, row 2 [(5+8)/2, (4+6+7+9)/4, (5+8)/2] = 6.5 each. */
+START_TEST(test_pool_dilated_same_lower)
+{
+    static int64_t k[] = {2, 2}, dil[] = {1, 2};
+    const float want[2][9] = {{2, 3, 2, 5, 6, 5, 8, 9, 8}, {2, 2, 2, 3.5f, 3.5f, 3.5f, 6.5f, 6.5f, 6.5f}};
+    for (int avg = 0; avg < 2; avg++) {
+        Net n;
+        build(&n);
+        node(&n, 0, avg ? "AveragePool" : "MaxPool", ins_ap, 1, outs_ap);
+        attr_is(&n, 0, 0, "kernel_shape", k, 2);
+        attr_is(&n, 1, 0, "dilations", dil, 2);
+        attr_s(&n, 2, 0, "auto_pad", "SAME_LOWER");
+        n.g.n_node = 1;
+        n.g.n_initializer = 0;
+        Status st = ST_INIT;
+        FeFormat fmt;
+        dirty_stack();
+        IrGraph *g = import(&n, &st, &fmt);
+        ck_assert_msg(g != NULL, "%s", st.msg);
+        const float *v = fetched_static(g, 4, (int64_t[]){1, 1, 3, 3}, 9);
+        for (int e = 0; e < 9; e++)
+            ck_assert_msg(v[e] == want[avg][e], "%s: y[%d] = %g, want %g", avg ? "AveragePool" : "MaxPool", e,
+                          v[e], want[avg][e]);
+        ir_graph_free(g);
+    }
+}
+END_TEST
+
+static char *ins_mv[] = {"x", "v"}, *outs_mv[] = {"y"};
+static int64_t dims_3[] = {3};
+
+/* MatMul of x = 1..9 ([1,1,3,3]) by the vector v = [1, 2, 3]: the vector's
+ * axis is dropped, [1,1,3]; rows 1+4+9 = 14, 4+10+18 = 32, 7+16+27 = 50. */
+START_TEST(test_matmul_vector)
+{
+    static float vv[] = {1, 2, 3};
+    Net n;
+    build(&n);
+    node(&n, 0, "MatMul", ins_mv, 2, outs_mv);
+    n.g.n_node = 1;
+    init(&n, 0, "v", dims_3, 1, vv, 3);
+    n.g.n_initializer = 1;
+    Status st = ST_INIT;
+    FeFormat fmt;
+    dirty_stack();
+    IrGraph *g = import(&n, &st, &fmt);
+    ck_assert_msg(g != NULL, "%s", st.msg);
+    const float *v = fetched_static(g, 3, (int64_t[]){1, 1, 3}, 3);
+    ck_assert(v[0] == 14 && v[1] == 32 && v[2] == 50);
+    ir_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("onnx_import");
@@ -680,6 +766,8 @@ int main(void)
     tcase_add_test(tc, test_cast_from_16bit);
     tcase_add_test(tc, test_bitshift_uint8);
     tcase_add_test(tc, test_maxpool_dilated_indices);
+    tcase_add_test(tc, test_pool_dilated_same_lower);
+    tcase_add_test(tc, test_matmul_vector);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
