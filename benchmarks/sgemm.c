@@ -227,7 +227,11 @@ int main(int argc, char **argv)
         }
     }
     static const int64_t convs[][5] = {{56, 64, 64, 3, 1},  {28, 128, 128, 3, 1}, {14, 256, 256, 3, 1},
-                                       {7, 512, 512, 3, 1}, {56, 64, 128, 1, 2},  {7, 512, 512, 1, 1}};
+                                       {7, 512, 512, 3, 1}, {56, 64, 128, 1, 2},  {7, 512, 512, 1, 1},
+                                       /* MobileNetV2's expansions and projections */
+                                       {112, 16, 96, 1, 1}, {56, 24, 144, 1, 1},  {56, 144, 24, 1, 1},
+                                       /* ResNet's stem: Cin 3 */
+                                       {224, 3, 64, 7, 2}};
     for (size_t c = 0; c < sizeof convs / sizeof convs[0]; c++) {
         const int64_t *v = convs[c];
         for (int wino = 0; wino <= (v[3] == 3 && v[4] == 1); wino++)

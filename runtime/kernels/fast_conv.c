@@ -332,8 +332,14 @@ typedef struct ConvJob {
 
 /* Tile pointers of taps [tp0, tp1) (tap = kh*KW + kw): ind[(tap-tp0)*mr
  * + r] for pixels p0 .. p0+mr (rows past the last pixel repeat it).  One
- * division for the tile; the next pixel's (n, oh, ow) by increment. */
-static void conv_pointers(const ConvJob *j, int64_t p0, int64_t mr_eff, int64_t tp0, int64_t tp1,
+ * division for the tile; the next pixel's (n, oh, ow) by increment.
+ * Returns true when it made one pointer per kernel ROW instead
+ * (ind[(kh-kh0)*mr + r], the row's KW*C input values contiguous): a tile
+ * inside the image with dilation_w 1 and [tp0, tp1) whole kernel rows.  The
+ * kernel then runs (tp1-tp0)/KW taps of KW*C values each, the same values
+ * in the same (kh, kw, c) order as the panel's rows, without per-tap
+ * pointer loads (a conv with Cin 3 had 3 values per tap). */
+static bool conv_pointers(const ConvJob *j, int64_t p0, int64_t mr_eff, int64_t tp0, int64_t tp1,
                           const float **ind)
 {
     const PConv *g = j->g;
@@ -352,6 +358,14 @@ static void conv_pointers(const ConvJob *j, int64_t p0, int64_t mr_eff, int64_t 
             for (int64_t r = 0; r < mr; r++)
                 roff[r] = (r < last ? r : last) * g->sw * g->C;
             const float **dst = ind;
+            if (g->dw == 1 && g->KW > 1 && tp0 % g->KW == 0 && tp1 % g->KW == 0) { /* rows merged */
+                for (int64_t kh = kh0; kh < kh1; kh++, dst += mr) {
+                    const float *p = base + kh * hstep;
+                    for (int64_t r = 0; r < mr; r++)
+                        dst[r] = p + roff[r];
+                }
+                return true;
+            }
             for (int64_t kh = kh0; kh < kh1; kh++) {
                 int64_t kw0 = kh == kh0 ? tp0 - kh * g->KW : 0,
                         kw1 = kh == kh1 - 1 ? tp1 - kh * g->KW : g->KW;
@@ -365,7 +379,7 @@ static void conv_pointers(const ConvJob *j, int64_t p0, int64_t mr_eff, int64_t 
                             dst[r] = p + roff[r];
                 }
             }
-            return;
+            return false;
         }
     }
     for (int64_t r = 0; r < mr; r++) {
@@ -398,12 +412,13 @@ static void conv_pointers(const ConvJob *j, int64_t p0, int64_t mr_eff, int64_t 
                 dst[kw * mr] = row_ok && iw >= 0 && iw < g->W ? row + iw * g->C : j->zero;
         }
     }
+    return false;
 }
 
 /* Taps [tp0, tp1) of tile t x Cout block cb: first (load_c false) and
  * last (partial false) blocks of the tap split. */
 static void conv_tile(const ConvJob *j, int64_t t, int64_t cb, int64_t tp0, int64_t tp1,
-                      const float *const *ind, const char *pf, int64_t pf_bytes)
+                      const float *const *ind, bool rows, const char *pf, int64_t pf_bytes)
 {
     const PConv *g = j->g;
     int64_t col0 = cb * j->k.nr, nc = g->O - col0 < j->k.nr ? g->O - col0 : j->k.nr;
@@ -418,7 +433,9 @@ static void conv_tile(const ConvJob *j, int64_t t, int64_t cb, int64_t tp0, int6
                      pf,
                      pf_bytes};
     const float *b = g->w + (col0 / TCRT_PACK_NR) * j->pstride + tp0 * g->C * TCRT_PACK_NR;
-    j->k.fn(mr, nc, tp1 - tp0, g->C, ind, b, j->pstride, g->y + p0 * g->O + col0, g->O, &e);
+    /* rows: conv_pointers merged the taps of each kernel row */
+    int64_t taps = rows ? (tp1 - tp0) / g->KW : tp1 - tp0, kc = rows ? g->KW * g->C : g->C;
+    j->k.fn(mr, nc, taps, kc, ind, b, j->pstride, g->y + p0 * g->O + col0, g->O, &e);
 }
 
 static int64_t tile_rows(const ConvJob *j, int64_t t)
@@ -435,9 +452,9 @@ static void conv_task_tiles(void *ctx, int64_t task, int tid)
             t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
     const float **ind = j->ind + (int64_t)tid * j->ind_stride;
     for (int64_t t = t0; t < t1; t++) {
-        conv_pointers(j, t * j->k.mr, tile_rows(j, t), 0, j->taps, ind);
+        bool rows = conv_pointers(j, t * j->k.mr, tile_rows(j, t), 0, j->taps, ind);
         for (int64_t cb = 0; cb < j->cblocks; cb++)
-            conv_tile(j, t, cb, 0, j->taps, ind, NULL, 0);
+            conv_tile(j, t, cb, 0, j->taps, ind, rows, NULL, 0);
     }
 }
 
@@ -470,14 +487,14 @@ static void conv_task(void *ctx, int64_t task, int tid)
         int64_t part = np > 0 ? (ntp1 - ntp0) * tap_bytes : 0;
         int64_t slice = div_up(div_up(part * (np > 0 ? np : 0), j->tiles), 64) * 64;
         for (int64_t t = t0; t < t1; t++) {
-            conv_pointers(j, t * j->k.mr, tile_rows(j, t), tp0, tp1, ind);
+            bool rows = conv_pointers(j, t * j->k.mr, tile_rows(j, t), tp0, tp1, ind);
             /* bytes [off, off + slice) of the next part, in its panel q */
             int64_t off = t * slice, q = part > 0 ? off / part : 0, in = part > 0 ? off % part : 0;
             int64_t n = q < np ? (part - in < slice ? part - in : slice) : 0;
             const char *pf =
                 n > 0 ? (const char *)(j->g->w + (ncb * panels + q) * j->pstride) + ntp0 * tap_bytes + in
                       : NULL;
-            conv_tile(j, t, cb, tp0, tp1, ind, pf, n);
+            conv_tile(j, t, cb, tp0, tp1, ind, rows, pf, n);
         }
     }
 }

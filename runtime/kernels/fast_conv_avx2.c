@@ -6,7 +6,9 @@
  * per row), two ymm for the B row and one broadcast: 15 of the 16 ymm
  * registers.  Per k: 2 loads of B, 6 broadcasts, 12 FMAs.  Full 16-column
  * tiles run the epilogue on registers; a partial tile (nc < 16) spills the
- * row to a 16-float stack buffer and stores nc columns from it.
+ * row to a 16-float stack buffer and stores nc columns from it.  The k loop
+ * is unrolled by 8 with one L2 prefetch of the caller's stream
+ * (TcrtKernEpi.pf, the next weights) per 8 steps.
  * GEMM kernel (tcrt_gemm_avx2): the same tile on packed A [kc][6] and
  * B [kc][16]; C is prefetched at entry and added after the loop (load_c).
  */
@@ -96,22 +98,40 @@ void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const f
 #undef LOADC
     }
     const float *bp = b;
-    for (int64_t t = 0; t < taps; t++, ind += TCRT_AVX2_MR) {
-#define LOADP(r) const float *a##r = ind[r];
-        ROWS6(LOADP)
-#undef LOADP
-        for (int64_t k = 0; k < kc; k++, bp += 16) {
-            __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+    /* the prefetch stream (TcrtKernEpi.pf: the weights the next calls read):
+     * one line per 8 k steps until pf_last, then the last line again (an L2
+     * hit), so the loop has no branch for it.  Measured on the 7x7x512 3x3
+     * conv (Cout-block-major, 9.4 MB of weights from memory): see
+     * docs/performance.md. */
+    const char *pf = epi->pf ? epi->pf : (const char *)b, *pf_last = pf;
+    if (epi->pf && epi->pf_bytes > 64)
+        pf_last = pf + (epi->pf_bytes - 1) / 64 * 64;
 #define FMA(r)                                                                                               \
     {                                                                                                        \
         __m256 av = _mm256_broadcast_ss(a##r + k);                                                           \
         c##r##l = _mm256_fmadd_ps(av, b0, c##r##l);                                                          \
         c##r##h = _mm256_fmadd_ps(av, b1, c##r##h);                                                          \
     }
+    for (int64_t t = 0; t < taps; t++, ind += TCRT_AVX2_MR) {
+#define LOADP(r) const float *a##r = ind[r];
+        ROWS6(LOADP)
+#undef LOADP
+        int64_t k = 0;
+        for (; k + 8 <= kc;) {
+            _mm_prefetch(pf, _MM_HINT_T1);
+            pf = pf < pf_last ? pf + 64 : pf;
+#pragma GCC unroll 8
+            for (int u = 0; u < 8; u++, k++, bp += 16) {
+                __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+                ROWS6(FMA)
+            }
+        }
+        for (; k < kc; k++, bp += 16) {
+            __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
             ROWS6(FMA)
-#undef FMA
         }
     }
+#undef FMA
     const TcrtKernEpi raw = {0}, *e = epi->partial ? &raw : epi;
 #define STORE(r)                                                                                             \
     if (r < mr)                                                                                              \
