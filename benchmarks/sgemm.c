@@ -137,17 +137,17 @@ static double time_gemm(int64_t n, int reps)
 /* Best seconds of a packed conv NHWC [1,hw,hw,cin] -> cout, k x k, stride s, SAME pads
  * (wino: Winograd F(2x2,3x3) weights, k 3 and s 1 only; flops counts the direct
  * convolution's multiply-adds either way). */
-static double time_conv(int64_t hw, int64_t cin, int64_t cout, int64_t k, int64_t s, bool wino, int reps,
+static double time_conv(int64_t hw, int64_t cin, int64_t cout, int64_t k, int64_t s, int wino, int reps,
                         double *flops)
 {
     int64_t oh = (hw + s - 1) / s, pad = ((oh - 1) * s + k - hw) / 2;
     pad = pad < 0 ? 0 : pad;
     float *x = rnd(hw * hw * cin), *w = rnd(k * k * cin * cout), *bias = rnd(cout);
-    int64_t pk = wino ? 4 : k;
+    int64_t pk = wino ? wino + 2 : k;
     float *pw = malloc((size_t)tcrt_conv_packed_floats(pk, pk, cin, cout) * sizeof(float));
     float *y = malloc((size_t)(oh * oh * cout) * sizeof(float));
     if (wino)
-        tcrt_pack_conv_wino(w, cin, cout, pw);
+        tcrt_pack_conv_wino(w, wino, cin, cout, pw);
     else
         tcrt_pack_conv_weights(w, k, k, cin, cout, pw);
     tcrt_tensor in[3] = {{x, TCRT_F32, 4, {1, hw, hw, cin}},
@@ -161,7 +161,9 @@ static double time_conv(int64_t hw, int64_t cin, int64_t cout, int64_t k, int64_
     p.i[TCRT_CONV_PT] = p.i[TCRT_CONV_PL] = pad;
     p.i[TCRT_CONV_PB] = p.i[TCRT_CONV_PR] = (oh - 1) * s + k - hw - pad < 0 ? 0 : (oh - 1) * s + k - hw - pad;
     p.i[TCRT_CONV_ACT] = TCRT_ACT_RELU;
-    p.i[TCRT_CONV_PACKED] = wino ? TCRT_CONV_PACK_WINO : TCRT_CONV_PACK_DIRECT;
+    p.i[TCRT_CONV_PACKED] = wino == 4 ? TCRT_CONV_PACK_WINO4
+                            : wino    ? TCRT_CONV_PACK_WINO
+                                      : TCRT_CONV_PACK_DIRECT;
     p.i[TCRT_CONV_COUT] = cout;
     size_t ws = tcrt_fast_conv2d_workspace(in, 3, out, &p);
     out[1].data = malloc(ws ? ws : 1);
@@ -226,15 +228,21 @@ int main(int argc, char **argv)
             printf("%-28s %8d %10.1f %7.1f%%\n", name, th, gf, 100 * gf / (peak * th));
         }
     }
-    static const int64_t convs[][5] = {{56, 64, 64, 3, 1},  {28, 128, 128, 3, 1}, {14, 256, 256, 3, 1},
-                                       {7, 512, 512, 3, 1}, {56, 64, 128, 1, 2},  {7, 512, 512, 1, 1},
+    static const int64_t convs[][5] = {{56, 64, 64, 3, 1},
+                                       {28, 128, 128, 3, 1},
+                                       {14, 256, 256, 3, 1},
+                                       {7, 512, 512, 3, 1},
+                                       {56, 64, 128, 1, 2},
+                                       {7, 512, 512, 1, 1},
                                        /* MobileNetV2's expansions and projections */
-                                       {112, 16, 96, 1, 1}, {56, 24, 144, 1, 1},  {56, 144, 24, 1, 1},
+                                       {112, 16, 96, 1, 1},
+                                       {56, 24, 144, 1, 1},
+                                       {56, 144, 24, 1, 1},
                                        /* ResNet's stem: Cin 3 */
                                        {224, 3, 64, 7, 2}};
     for (size_t c = 0; c < sizeof convs / sizeof convs[0]; c++) {
         const int64_t *v = convs[c];
-        for (int wino = 0; wino <= (v[3] == 3 && v[4] == 1); wino++)
+        for (int wino = 0; wino <= (v[3] == 3 && v[4] == 1 ? 4 : 0); wino += 2)
             for (int th = 1; th <= 2; th++) {
                 tcrt_set_threads(th);
                 double fl, t = time_conv(v[0], v[1], v[2], v[3], v[4], wino, reps, &fl) / th,
@@ -242,7 +250,9 @@ int main(int argc, char **argv)
                 char name[64];
                 snprintf(name, sizeof name, "conv %lldx%lldx%lld->%lld k%lld s%lld%s", (long long)v[0],
                          (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
-                         wino ? " wino" : "");
+                         wino == 4 ? " wino4"
+                         : wino    ? " wino"
+                                   : "");
                 /* wino: GFLOP/s of the direct convolution's work (effective) */
                 printf("%-34s %8d %10.1f %7.1f%%  %.3f ms\n", name, th, gf, 100 * gf / (peak * th), t * 1e3);
             }

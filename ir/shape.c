@@ -369,11 +369,15 @@ bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
             return ir_node_errorf(st, n, "packed filter %s does not fit %lld output channels", SH(w),
                                   (long long)co);
         int64_t kh = w->dims[1], kw = w->dims[2];
-        if (p[TCRT_CONV_PACKED] == TCRT_CONV_PACK_WINO) { /* a 3x3 stride-1 filter's 4x4 transform */
-            if (kh != 4 || kw != 4 || p[TCRT_CONV_SH] != 1 || p[TCRT_CONV_SW] != 1 || p[TCRT_CONV_DH] != 1 ||
+        if (p[TCRT_CONV_PACKED] == TCRT_CONV_PACK_WINO || p[TCRT_CONV_PACKED] == TCRT_CONV_PACK_WINO4) {
+            /* a 3x3 stride-1 filter's a x a transform */
+            int64_t a = p[TCRT_CONV_PACKED] == TCRT_CONV_PACK_WINO ? 4 : 6;
+            if (kh != a || kw != a || p[TCRT_CONV_SH] != 1 || p[TCRT_CONV_SW] != 1 || p[TCRT_CONV_DH] != 1 ||
                 p[TCRT_CONV_DW] != 1)
-                return ir_node_errorf(st, n, "Winograd filter %s needs a 4x4 transform, strides and dilations 1",
-                                      SH(w));
+                return ir_node_errorf(st, n,
+                                      "Winograd filter %s needs a %lldx%lld transform, strides and "
+                                      "dilations 1",
+                                      SH(w), (long long)a, (long long)a);
             kh = kw = 3;
         } else if (p[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT) {
             return ir_node_errorf(st, n, "unknown packed filter kind %lld", (long long)p[TCRT_CONV_PACKED]);

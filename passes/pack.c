@@ -3,12 +3,14 @@
  * requires: topo order, shapes   preserves: shapes, feeds, fetches   invalidates: memory plan
  *
  * winograd (before pack): an f32 3x3 CONV2D with strides and dilations 1,
- * Cin and Cout >= WINO_MIN_CH and at least WINO_MIN_TILES 2x2 output tiles
- * gets its weight transformed for Winograd F(2x2,3x3) by the runtime's
- * tcrt_pack_conv_wino (p.i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_WINO), 2.25x
- * fewer multiply-adds.  Fewer tiles than that (ResNet's 7x7 layers at batch
- * 1: 16 tiles) run no faster: the transformed weights are 16/9 the size and
- * each is used by few tiles (benchmarks/sgemm, docs/performance.md).
+ * Cin and Cout >= WINO_MIN_CH gets its weight transformed by the runtime's
+ * tcrt_pack_conv_wino: for Winograd F(4x4,3x3) (TCRT_CONV_PACK_WINO4, 4x
+ * fewer multiply-adds) with at least WINO4_MIN_TILES 4x4 output tiles, else
+ * for F(2x2,3x3) (TCRT_CONV_PACK_WINO, 2.25x fewer) with at least
+ * WINO_MIN_TILES 2x2 tiles.  Fewer tiles than that (ResNet's 7x7 layers at
+ * batch 1: 16 tiles of 2x2) run no faster: the transformed weights are 16/9
+ * (36/9) the size and each is used by few tiles (benchmarks/sgemm,
+ * docs/performance.md).
  * `--disable-pass winograd` keeps the direct kernel for every conv.
  *
  * Every f32 non-depthwise CONV2D whose weight input is a CONST in HWIO
@@ -30,6 +32,7 @@
 
 typedef struct Packed {
     IrNode *from; /* the HWIO weight CONST */
+    int wino;     /* its Winograd tile (0: direct layout) */
     IrValue to;   /* its packed CONST */
 } Packed;
 
@@ -49,8 +52,10 @@ static bool on_accelerator(const IrNode *n)
     return n->device && ir_dev_parse(n->device, &d) && d.has_type && strcmp(d.type, "CPU") != 0;
 }
 
-/* Winograd limits (measured, benchmarks/sgemm --convs-only 1). */
-enum { WINO_MIN_CH = 16, WINO_MIN_TILES = 32 };
+/* Winograd limits (measured, benchmarks/sgemm --convs-only 1): F(2x2) from
+ * WINO_MIN_TILES 2x2 tiles, F(4x4) from WINO4_MIN_TILES 4x4 tiles (28x28
+ * outputs: 49; at 14x14, 16 tiles, F(4x4) ran no faster than F(2x2)). */
+enum { WINO_MIN_CH = 16, WINO_MIN_TILES = 32, WINO4_MIN_TILES = 40 };
 
 static bool can_pack(const IrNode *n)
 {
@@ -64,28 +69,37 @@ static bool can_pack(const IrNode *n)
            xt->shape.rank == 4 && wt->shape.dims[2] == xt->shape.dims[3] && ir_shape_count(&wt->shape) > 0;
 }
 
-/* A packable conv that Winograd F(2x2,3x3) runs faster (file comment). */
-static bool wants_wino(const IrNode *n)
+/* The Winograd tile m (2 or 4) that runs a packable conv faster, 0 when
+ * the direct kernel does (file comment). */
+static int wino_tile(const IrNode *n)
 {
     if (!can_pack(n))
-        return false;
+        return 0;
     const IrShape *w = &ir_value_type(n->inputs[1])->shape, *y = &n->out[0].type.shape;
     const int64_t *p = n->p.i;
-    int64_t tiles = y->dims[0] * ((y->dims[1] + 1) / 2) * ((y->dims[2] + 1) / 2);
-    return w->dims[0] == 3 && w->dims[1] == 3 && p[TCRT_CONV_SH] == 1 && p[TCRT_CONV_SW] == 1 &&
-           p[TCRT_CONV_DH] == 1 && p[TCRT_CONV_DW] == 1 && w->dims[2] >= WINO_MIN_CH &&
-           w->dims[3] >= WINO_MIN_CH && tiles >= WINO_MIN_TILES;
+    int64_t tiles2 = y->dims[0] * ((y->dims[1] + 1) / 2) * ((y->dims[2] + 1) / 2),
+            tiles4 = y->dims[0] * ((y->dims[1] + 3) / 4) * ((y->dims[2] + 3) / 4);
+    if (w->dims[0] != 3 || w->dims[1] != 3 || p[TCRT_CONV_SH] != 1 || p[TCRT_CONV_SW] != 1 ||
+        p[TCRT_CONV_DH] != 1 || p[TCRT_CONV_DW] != 1 || w->dims[2] < WINO_MIN_CH || w->dims[3] < WINO_MIN_CH)
+        return 0;
+    return tiles4 >= WINO4_MIN_TILES ? 4 : tiles2 >= WINO_MIN_TILES ? 2 : 0;
+}
+
+static bool wants_wino(const IrNode *n)
+{
+    return wino_tile(n) != 0;
 }
 
 /* A CONST holding w packed (made once per weight node), for Winograd when
  * wino. */
-static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, bool wino, Packed *cache, int *n_cache)
+static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, int wino, Packed *cache, int *n_cache)
 {
     for (int i = 0; i < *n_cache; i++)
-        if (cache[i].from == w)
+        if (cache[i].from == w && cache[i].wino == wino)
             return cache[i].to;
     const IrShape *s = &w->out[0].type.shape;
-    int64_t kh = wino ? 4 : s->dims[0], kw = wino ? 4 : s->dims[1], cin = s->dims[2], cout = s->dims[3];
+    int64_t kh = wino ? wino + 2 : s->dims[0], kw = wino ? wino + 2 : s->dims[1], cin = s->dims[2],
+            cout = s->dims[3];
     int64_t floats = tcrt_conv_packed_floats(kh, kw, cin, cout);
     IrValue none = {NULL, 0};
     if (floats <= 0 || (uint64_t)floats > SIZE_MAX / sizeof(float))
@@ -96,7 +110,7 @@ static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, bool wino, Pack
         return none;
     }
     if (wino)
-        tcrt_pack_conv_wino(w->data, cin, cout, buf);
+        tcrt_pack_conv_wino(w->data, wino, cin, cout, buf);
     else
         tcrt_pack_conv_weights(w->data, kh, kw, cin, cout, buf);
     int64_t dims[5] = {(cout + TCRT_PACK_NR - 1) / TCRT_PACK_NR, kh, kw, cin, TCRT_PACK_NR};
@@ -109,6 +123,7 @@ static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, bool wino, Pack
     g->cur_origin_op = oo;
     if (v.node) {
         cache[*n_cache].from = w;
+        cache[*n_cache].wino = wino;
         cache[*n_cache].to = v;
         (*n_cache)++;
     }
@@ -138,14 +153,17 @@ static PassResult pack_convs(IrGraph *g, PassCtx *cx, bool wino)
         if (n->dead || !eligible(n))
             continue;
         IrNode *w = n->inputs[1].node;
-        IrValue pw = packed_weight(g, cx, w, wino, cache, &n_cache);
+        int m = wino ? wino_tile(n) : 0;
+        IrValue pw = packed_weight(g, cx, w, m, cache, &n_cache);
         if (!pw.node)
             continue;
         IrValue in[4];
         memcpy(in, n->inputs, sizeof(IrValue) * (size_t)n->n_inputs);
         in[1] = pw;
         IrParams p = n->p;
-        p.i[TCRT_CONV_PACKED] = wino ? TCRT_CONV_PACK_WINO : TCRT_CONV_PACK_DIRECT;
+        p.i[TCRT_CONV_PACKED] = m == 4   ? TCRT_CONV_PACK_WINO4
+                                : m == 2 ? TCRT_CONV_PACK_WINO
+                                         : TCRT_CONV_PACK_DIRECT;
         p.i[TCRT_CONV_COUT] = w->out[0].type.shape.dims[3];
         const char *o = g->cur_origin, *oo = g->cur_origin_op;
         g->cur_origin = n->origin;

@@ -52,10 +52,11 @@ enum {
      * residual (same shape as the output) is added after the bias and before the
      * activation, y = act(conv(x, w) + bias + residual); it needs the bias input. */
     TCRT_CONV_PACKED = 10, TCRT_CONV_COUT = 11,
-    /* TCRT_CONV_PACKED values: TCRT_CONV_PACK_DIRECT as above; TCRT_CONV_PACK_WINO:
-     * a 3x3 conv with strides and dilations 1 whose w is the Winograd F(2x2,3x3)
-     * filter U = G g G^T of tcrt_pack_conv_wino ([ceil(Cout/16), 4, 4, Cin, 16]). */
-    TCRT_CONV_PACK_DIRECT = 1, TCRT_CONV_PACK_WINO = 2,
+    /* TCRT_CONV_PACKED values: TCRT_CONV_PACK_DIRECT as above; TCRT_CONV_PACK_WINO
+     * (WINO4): a 3x3 conv with strides and dilations 1 whose w is the Winograd
+     * F(2x2,3x3) (F(4x4,3x3)) filter U = G g G^T of tcrt_pack_conv_wino
+     * ([ceil(Cout/16), a, a, Cin, 16], a = 4 (6)). */
+    TCRT_CONV_PACK_DIRECT = 1, TCRT_CONV_PACK_WINO = 2, TCRT_CONV_PACK_WINO4 = 3,
     /* maxpool / avgpool: x NHWC; avg excludes padding from the count (TF SAME). */
     TCRT_POOL_KH = 0, TCRT_POOL_KW = 1, TCRT_POOL_SH = 2, TCRT_POOL_SW = 3,
     TCRT_POOL_PT = 4, TCRT_POOL_PL = 5, TCRT_POOL_PB = 6, TCRT_POOL_PR = 7,
@@ -214,12 +215,14 @@ tcrt_status tcrt_fast_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *ou
 int64_t tcrt_conv_packed_floats(int64_t kh, int64_t kw, int64_t cin, int64_t cout);
 void tcrt_pack_conv_weights(const float *hwio, int64_t kh, int64_t kw, int64_t cin, int64_t cout,
                             float *packed);
-/* Winograd F(2x2,3x3) weights (TCRT_CONV_PACK_WINO): HWIO w[3,3,Cin,Cout] ->
- * U = G g G^T per (Cin, Cout) pair (computed in double), packed as
- * [ceil(Cout/16)][4][4][Cin][16] (tcrt_conv_packed_floats(4, 4, cin, cout)
- * floats), output channels beyond Cout zero.  HWIO is recovered exactly up to
- * one rounding by g = L U L^T, L = [1 0 0 0; 0 1 -1 0; 0 0 0 1] (ref_conv.c). */
-void tcrt_pack_conv_wino(const float *hwio, int64_t cin, int64_t cout, float *packed);
+/* Winograd F(m x m,3x3) weights, m = 2 (TCRT_CONV_PACK_WINO) or 4
+ * (TCRT_CONV_PACK_WINO4): HWIO w[3,3,Cin,Cout] -> U = G g G^T per (Cin, Cout)
+ * pair (computed in double), packed as [ceil(Cout/16)][a][a][Cin][16], a = m + 2
+ * (tcrt_conv_packed_floats(a, a, cin, cout) floats), output channels beyond
+ * Cout zero.  HWIO is recovered up to a rounding or two by g = L U L^T with L
+ * G = I: L = [1 0 0 0; 0 1 -1 0; 0 0 0 1] (m = 2), [4 0 0 0 0 0;
+ * 0 -3 3 0 0 0; 0 0 0 0 0 1] (m = 4) (ref_conv.c). */
+void tcrt_pack_conv_wino(const float *hwio, int64_t m, int64_t cin, int64_t cout, float *packed);
 
 #ifdef __cplusplus
 }

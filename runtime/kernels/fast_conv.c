@@ -239,7 +239,7 @@ typedef struct PConv {
     float *y;
     int act;
     float alpha;
-    bool wino; /* TCRT_CONV_PACKED == TCRT_CONV_PACK_WINO: w holds U = G g G^T, [blocks][4][4][C][16] */
+    int64_t wm; /* Winograd tile (TCRT_CONV_PACK_WINO: 2, TCRT_CONV_PACK_WINO4: 4), 0: direct */
 } PConv;
 
 /* Fills g from the call; false when it is not a packed conv this kernel
@@ -256,9 +256,11 @@ static bool pconv_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, 
         return false;
     g->N = x->dims[0], g->H = x->dims[1], g->W = x->dims[2], g->C = x->dims[3];
     g->KH = w->dims[1], g->KW = w->dims[2], g->O = out->dims[3], g->OH = out->dims[1], g->OW = out->dims[2];
-    g->wino = p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_WINO;
-    if (g->wino) { /* a 3x3 stride-1 conv whose packed taps are the 4x4 transformed filter */
-        if (g->KH != 4 || g->KW != 4 || p->i[TCRT_CONV_SH] != 1 || p->i[TCRT_CONV_SW] != 1 ||
+    g->wm = p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_WINO    ? 2
+            : p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_WINO4 ? 4
+                                                             : 0;
+    if (g->wm) { /* a 3x3 stride-1 conv whose packed taps are the (wm+2)^2 transformed filter */
+        if (g->KH != g->wm + 2 || g->KW != g->wm + 2 || p->i[TCRT_CONV_SH] != 1 || p->i[TCRT_CONV_SW] != 1 ||
             p->i[TCRT_CONV_DH] != 1 || p->i[TCRT_CONV_DW] != 1)
             return false;
         g->KH = g->KW = 3;
@@ -318,7 +320,7 @@ size_t tcrt_pconv_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *
     PConv g;
     if (!pconv_geom(in, n_in, out, p, &g))
         return 0;
-    return g.wino ? wino_ws_bytes(&g) : pconv_ws_bytes(&g);
+    return g.wm ? wino_ws_bytes(&g) : pconv_ws_bytes(&g);
 }
 
 typedef struct ConvJob {
@@ -826,32 +828,38 @@ static void thin_task(void *ctx, int64_t task, int tid)
     }
 }
 
-/* ---- Winograd F(2x2, 3x3) ---- */
+/* ---- Winograd F(2x2, 3x3) and F(4x4, 3x3) ---- */
 
-/* A 3x3 stride-1 convolution as Lavin's F(2x2, 3x3): each 2x2 block of
- * output pixels (a tile) comes from a 4x4 input patch d as
- * Y = A^T [sum over Cin of U (.) V] A with V = B^T d B (input transform),
- * U = G g G^T (the filter, transformed once at pack time) and (.) the
- * elementwise product, i.e. 16 independent GEMMs [tiles x Cin] x
- * [Cin x Cout], one per transform point f, with 2.25x fewer multiply-adds
- * than the direct convolution.
- *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
- *   G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
- *   A^T = [1 1 1 0; 0 1 -1 -1]
- * Weights (tcrt_pack_conv_wino): U in the packed conv layout of a 4x4
- * filter, [ceil(Cout/16)][4][4][Cin][16], so point f's GEMM reads panel
+/* A 3x3 stride-1 convolution as Lavin's F(m x m, 3x3), m = 2 or 4: each
+ * m x m block of output pixels (a tile) comes from an a x a input patch d
+ * (a = m + 2) as Y = A^T [sum over Cin of U (.) V] A with V = B^T d B (input
+ * transform), U = G g G^T (the filter, transformed once at pack time) and
+ * (.) the elementwise product, i.e. a*a independent GEMMs [tiles x Cin] x
+ * [Cin x Cout], one per transform point f, with 9/4 (m = 2) or 4 (m = 4)
+ * times fewer multiply-adds than the direct convolution.
+ *   F(2x2,3x3): B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+ *               G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
+ *               A^T = [1 1 1 0; 0 1 -1 -1]
+ *   F(4x4,3x3): B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0;
+ *                      0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1]
+ *               G   = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6;
+ *                      1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]
+ *               A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
+ * Weights (tcrt_pack_conv_wino): U in the packed conv layout of an a x a
+ * filter, [ceil(Cout/16)][a][a][Cin][16], so point f's GEMM reads panel
  * rows f*Cin .. of every 16-column block with the ordinary micro-kernel
  * (one tap, kc = Cin, row pointers into V).
  * Work: a task is (Cout chunk of WINO_CC columns, block of tiles), chunk
  * major, so that a thread sweeping consecutive blocks keeps the chunk's
- * 16 x Cin x WINO_CC weights in L2.  Per task, in the thread's workspace
- * slot: V [16][tb][Cin rounded to 16] (the block's transformed inputs), the
- * 16 GEMMs into M [16][tb][WINO_CC], then the output transform with bias,
- * residual and activation at the one store.  The input transform is redone
- * per Cout chunk (about 1/16 of the chunk's FMAs at Cin = 64).
- * Numerics: the transforms add and subtract inputs (and U halves sums), so
- * results differ from the direct convolution by a few roundings (relative
- * 1e-6 on ResNet layers), not bit for bit.
+ * a*a x Cin x WINO_CC weights in L2.  Per task, in the thread's workspace
+ * slot: V [a*a][tb][Cin rounded to 16] (the block's transformed inputs),
+ * the a*a GEMMs into M [a*a][tb][WINO_CC], then the output transform with
+ * bias, residual and activation at the one store.  The input transform is
+ * redone per Cout chunk (about 1/16 of the chunk's FMAs at Cin = 64).
+ * Numerics: the transforms add and subtract (F(4x4): scale) inputs, so
+ * results differ from the direct convolution by a few roundings (F(2x2):
+ * relative 1e-6 on ResNet layers; F(4x4): larger, docs/performance.md),
+ * not bit for bit.
  * Workspace: WINO_SLOTS slots of WINO_SLOT_BYTES at most (a slot holds at
  * least one 6-tile block), one per thread: at most WINO_SLOTS threads take
  * part (tcrt_parallel_tasks_max), so the planned workspace does not grow
@@ -859,47 +867,63 @@ static void thin_task(void *ctx, int64_t task, int tid)
  * depends on Cin and the output size only, never on the ISA or thread
  * count, so the compiler's planned size is valid anywhere.  (A 1 MB slot,
  * fewer larger blocks, measured no better on ResNet's layers.) */
-enum { WINO_CC = 64, WINO_SLOT_BYTES = 256 << 10, WINO_SLOTS = 4 };
+enum { WINO_CC = 64, WINO_SLOT_BYTES = 256 << 10, WINO_SLOTS = 4, WINO_MAX_PTS = 36 };
 
-void tcrt_pack_conv_wino(const float *hwio, int64_t cin, int64_t cout, float *packed)
+/* u = G g G^T of one 3x3 filter g (m = 2 or 4), in double. */
+static void wino_filter(int m, const double g[3][3], double u[6][6])
 {
-    int64_t blocks = div_up(cout, TCRT_PACK_NR);
+    static const double g2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    static const double g4[6][3] = {{0.25, 0, 0},
+                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                    {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                    {0, 0, 1}};
+    int a = m + 2;
+    double t[6][3];
+    for (int i = 0; i < a; i++)
+        for (int k = 0; k < 3; k++) {
+            t[i][k] = 0;
+            for (int l = 0; l < 3; l++)
+                t[i][k] += (m == 2 ? g2[i][l] : g4[i][l]) * g[l][k];
+        }
+    for (int i = 0; i < a; i++)
+        for (int j = 0; j < a; j++) {
+            u[i][j] = 0;
+            for (int l = 0; l < 3; l++)
+                u[i][j] += t[i][l] * (m == 2 ? g2[j][l] : g4[j][l]);
+        }
+}
+
+void tcrt_pack_conv_wino(const float *hwio, int64_t m, int64_t cin, int64_t cout, float *packed)
+{
+    int64_t blocks = div_up(cout, TCRT_PACK_NR), a = m + 2, pts = a * a;
     for (int64_t b = 0; b < blocks; b++)
         for (int64_t c = 0; c < cin; c++)
             for (int64_t jj = 0; jj < TCRT_PACK_NR; jj++) {
                 int64_t o = b * TCRT_PACK_NR + jj;
-                double g[3][3] = {{0}}, t[4][3], u[4][4];
+                double g[3][3] = {{0}}, u[6][6];
                 if (o < cout)
                     for (int kh = 0; kh < 3; kh++)
                         for (int kw = 0; kw < 3; kw++)
                             g[kh][kw] = hwio[((kh * 3 + kw) * cin + c) * cout + o];
-                for (int kw = 0; kw < 3; kw++) { /* t = G g */
-                    t[0][kw] = g[0][kw];
-                    t[1][kw] = 0.5 * (g[0][kw] + g[1][kw] + g[2][kw]);
-                    t[2][kw] = 0.5 * (g[0][kw] - g[1][kw] + g[2][kw]);
-                    t[3][kw] = g[2][kw];
-                }
-                for (int a = 0; a < 4; a++) { /* u = t G^T */
-                    u[a][0] = t[a][0];
-                    u[a][1] = 0.5 * (t[a][0] + t[a][1] + t[a][2]);
-                    u[a][2] = 0.5 * (t[a][0] - t[a][1] + t[a][2]);
-                    u[a][3] = t[a][2];
-                }
-                for (int f = 0; f < 16; f++)
-                    packed[((b * 16 + f) * cin + c) * TCRT_PACK_NR + jj] = (float)u[f / 4][f % 4];
+                wino_filter((int)m, g, u);
+                for (int64_t f = 0; f < pts; f++)
+                    packed[((b * pts + f) * cin + c) * TCRT_PACK_NR + jj] = (float)u[f / a][f % a];
             }
 }
 
 static int64_t wino_tiles(const PConv *g)
 {
-    return g->N * div_up(g->OH, 2) * div_up(g->OW, 2);
+    return g->N * div_up(g->OH, g->wm) * div_up(g->OW, g->wm);
 }
 
 /* Tiles per block of a workspace slot: a multiple of TCRT_KERN_MAX_MR, at
  * least one, no more than the conv has. */
 static int64_t wino_block(const PConv *g)
 {
-    int64_t per_tile = 16 * (round16(g->C) + WINO_CC) * (int64_t)sizeof(float);
+    int64_t pts = (g->wm + 2) * (g->wm + 2);
+    int64_t per_tile = pts * (round16(g->C) + WINO_CC) * (int64_t)sizeof(float);
     int64_t tb = WINO_SLOT_BYTES / per_tile / TCRT_KERN_MAX_MR * TCRT_KERN_MAX_MR;
     int64_t cap = div_up(wino_tiles(g), TCRT_KERN_MAX_MR) * TCRT_KERN_MAX_MR;
     tb = tb < cap ? tb : cap;
@@ -908,7 +932,7 @@ static int64_t wino_block(const PConv *g)
 
 static int64_t wino_slot_floats(const PConv *g)
 {
-    return 16 * wino_block(g) * (round16(g->C) + WINO_CC);
+    return (g->wm + 2) * (g->wm + 2) * wino_block(g) * (round16(g->C) + WINO_CC);
 }
 
 static size_t wino_ws_bytes(const PConv *g)
@@ -920,11 +944,12 @@ typedef struct WinoJob {
     const PConv *g;
     Kern k;
     float *ws;
+    int64_t m, a, pts; /* tile m x m, patch a x a, a*a points */
     int64_t slot, tb, nblk, nq, tw, tpi, tiles, cpad, pstride;
 } WinoJob;
 
-/* V = B^T d B of one 4x4 patch, 8 channels; point f stored at out + f*fs. */
-static inline void wino_in_tf(nvf d[4][4], float *out, int64_t fs)
+/* V = B^T d B of one patch (8 channels), point f stored at out + f*fs. */
+static inline void wino_in_tf2(nvf d[6][6], float *out, int64_t fs)
 {
     nvf t[4][4];
     for (int b = 0; b < 4; b++) {
@@ -940,48 +965,86 @@ static inline void wino_in_tf(nvf d[4][4], float *out, int64_t fs)
     }
 }
 
-/* Input transform of tiles [t0, t0 + nt) into V [16][tb][cpad]. */
+/* The F(4x4) input transform of one 6-vector (rows of B^T). */
+#define WINO_BT4(x0, x1, x2, x3, x4, x5, y)                                                                  \
+    do {                                                                                                     \
+        nvf f4_ = nv_splat(4), f5_ = nv_splat(5), f2_ = nv_splat(2);                                         \
+        nvf p_ = x4 - f4_ * x2, q_ = x3 - f4_ * x1, r_ = x4 - x2, s_ = f2_ * (x3 - x1);                      \
+        y[0] = f4_ * x0 - f5_ * x2 + x4;                                                                     \
+        y[1] = p_ + q_;                                                                                      \
+        y[2] = p_ - q_;                                                                                      \
+        y[3] = r_ + s_;                                                                                      \
+        y[4] = r_ - s_;                                                                                      \
+        y[5] = f4_ * x1 - f5_ * x3 + x5;                                                                     \
+    } while (0)
+
+static inline void wino_in_tf4(nvf d[6][6], float *out, int64_t fs)
+{
+    nvf t[6][6];
+    for (int b = 0; b < 6; b++) {
+        nvf y[6];
+        WINO_BT4(d[0][b], d[1][b], d[2][b], d[3][b], d[4][b], d[5][b], y);
+        for (int a = 0; a < 6; a++)
+            t[a][b] = y[a];
+    }
+    for (int a = 0; a < 6; a++) {
+        nvf v[6];
+        WINO_BT4(t[a][0], t[a][1], t[a][2], t[a][3], t[a][4], t[a][5], v);
+        for (int b = 0; b < 6; b++)
+            memcpy(out + (a * 6 + b) * fs, &v[b], sizeof v[b]);
+    }
+}
+
+static inline void wino_in_tf(int64_t m, nvf d[6][6], float *out, int64_t fs)
+{
+    if (m == 2)
+        wino_in_tf2(d, out, fs);
+    else
+        wino_in_tf4(d, out, fs);
+}
+
+/* Input transform of tiles [t0, t0 + nt) into V [pts][tb][cpad]. */
 static void wino_input(const WinoJob *j, int64_t t0, int64_t nt, float *V)
 {
     const PConv *g = j->g;
-    const int64_t C = g->C, cv = C - C % NV, fs = j->tb * j->cpad;
+    const int64_t C = g->C, cv = C - C % NV, fs = j->tb * j->cpad, a = j->a;
     for (int64_t t = 0; t < nt; t++) {
         int64_t tt = t0 + t, n = tt / j->tpi, r = tt % j->tpi;
-        int64_t ih0 = 2 * (r / j->tw) - g->pt, iw0 = 2 * (r % j->tw) - g->pl;
-        const float *src[4][4];
-        for (int a = 0; a < 4; a++)
-            for (int b = 0; b < 4; b++) {
-                int64_t ih = ih0 + a, iw = iw0 + b;
-                src[a][b] = ih >= 0 && ih < g->H && iw >= 0 && iw < g->W
+        int64_t ih0 = j->m * (r / j->tw) - g->pt, iw0 = j->m * (r % j->tw) - g->pl;
+        const float *src[6][6];
+        for (int64_t y = 0; y < a; y++)
+            for (int64_t x = 0; x < a; x++) {
+                int64_t ih = ih0 + y, iw = iw0 + x;
+                src[y][x] = ih >= 0 && ih < g->H && iw >= 0 && iw < g->W
                                 ? g->x + ((n * g->H + ih) * g->W + iw) * C
                                 : NULL;
             }
         float *vt = V + t * j->cpad;
-        nvf d[4][4];
+        nvf d[6][6];
         for (int64_t c = 0; c < cv; c += NV) {
-            for (int a = 0; a < 4; a++)
-                for (int b = 0; b < 4; b++)
-                    d[a][b] = src[a][b] ? nv_load(src[a][b] + c) : nv_splat(0);
-            wino_in_tf(d, vt + c, fs);
+            for (int64_t y = 0; y < a; y++)
+                for (int64_t x = 0; x < a; x++)
+                    d[y][x] = src[y][x] ? nv_load(src[y][x] + c) : nv_splat(0);
+            wino_in_tf(j->m, d, vt + c, fs);
         }
         if (cv < C) { /* the last C % 8 channels, through zero-padded vectors */
             float buf[NV];
-            for (int a = 0; a < 4; a++)
-                for (int b = 0; b < 4; b++) {
+            for (int64_t y = 0; y < a; y++)
+                for (int64_t x = 0; x < a; x++) {
                     memset(buf, 0, sizeof buf);
-                    if (src[a][b])
-                        memcpy(buf, src[a][b] + cv, (size_t)(C - cv) * sizeof(float));
-                    d[a][b] = nv_load(buf);
+                    if (src[y][x])
+                        memcpy(buf, src[y][x] + cv, (size_t)(C - cv) * sizeof(float));
+                    d[y][x] = nv_load(buf);
                 }
-            float tail[16][NV];
-            wino_in_tf(d, tail[0], NV);
-            for (int f = 0; f < 16; f++)
+            float tail[WINO_MAX_PTS][NV];
+            wino_in_tf(j->m, d, tail[0], NV);
+            for (int64_t f = 0; f < j->pts; f++)
                 memcpy(vt + f * fs + cv, tail[f], (size_t)(C - cv) * sizeof(float));
         }
     }
 }
 
-/* The 16 GEMMs of nt tiles: M[f][t][0..ccw) = V[f][t][0..C) x U[f][0..C)[col0 ..). */
+/* The GEMMs of nt tiles: M[f][t][0..ccw) = V[f][t][0..C) x U[f][0..C)[col0 ..). */
 static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, const float *V, float *M)
 {
     const PConv *g = j->g;
@@ -991,7 +1054,7 @@ static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, c
     e.act = TCRT_ACT_NONE;
     e.partial = true; /* raw sums */
     const float *ind[TCRT_KERN_MAX_MR];
-    for (int f = 0; f < 16; f++) {
+    for (int64_t f = 0; f < j->pts; f++) {
         const float *vf = V + f * j->tb * j->cpad;
         float *mf = M + f * j->tb * WINO_CC;
         const float *wf = g->w + (col0 / TCRT_PACK_NR) * j->pstride + f * g->C * TCRT_PACK_NR;
@@ -1006,17 +1069,37 @@ static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, c
     }
 }
 
-/* Y = A^T m A of one tile (8 channels): y[i][jj]. */
-static inline void wino_out_tf(const nvf m[16], nvf y[2][2])
+/* Y = A^T m A of one tile (8 channels): y[i][jj], m x m. */
+static inline void wino_out_tf(int64_t mm, const nvf *m, nvf y[4][4])
 {
-    nvf s[2][4];
-    for (int b = 0; b < 4; b++) {
-        s[0][b] = m[b] + m[4 + b] + m[8 + b];
-        s[1][b] = m[4 + b] - m[8 + b] - m[12 + b];
+    if (mm == 2) {
+        nvf s[2][4];
+        for (int b = 0; b < 4; b++) {
+            s[0][b] = m[b] + m[4 + b] + m[8 + b];
+            s[1][b] = m[4 + b] - m[8 + b] - m[12 + b];
+        }
+        for (int i = 0; i < 2; i++) {
+            y[i][0] = s[i][0] + s[i][1] + s[i][2];
+            y[i][1] = s[i][1] - s[i][2] - s[i][3];
+        }
+        return;
     }
-    for (int i = 0; i < 2; i++) {
-        y[i][0] = s[i][0] + s[i][1] + s[i][2];
-        y[i][1] = s[i][1] - s[i][2] - s[i][3];
+    nvf f2 = nv_splat(2), f4 = nv_splat(4), f8 = nv_splat(8);
+    nvf s[4][6];
+    for (int b = 0; b < 6; b++) {
+        nvf m0 = m[b], m1 = m[6 + b], m2 = m[12 + b], m3 = m[18 + b], m4 = m[24 + b], m5 = m[30 + b];
+        nvf p = m1 + m2, q = m1 - m2, r = m3 + m4, w = m3 - m4;
+        s[0][b] = m0 + p + r;
+        s[1][b] = q + f2 * w;
+        s[2][b] = p + f4 * r;
+        s[3][b] = q + f8 * w + m5;
+    }
+    for (int i = 0; i < 4; i++) {
+        nvf p = s[i][1] + s[i][2], q = s[i][1] - s[i][2], r = s[i][3] + s[i][4], w = s[i][3] - s[i][4];
+        y[i][0] = s[i][0] + p + r;
+        y[i][1] = q + f2 * w;
+        y[i][2] = p + f4 * r;
+        y[i][3] = q + f8 * w + s[i][5];
     }
 }
 
@@ -1025,16 +1108,16 @@ static inline void wino_out_tf(const nvf m[16], nvf y[2][2])
 static void wino_output(const WinoJob *j, int64_t t0, int64_t nt, int64_t col0, int64_t ccw, const float *M)
 {
     const PConv *g = j->g;
-    const int64_t O = g->O, fs = j->tb * WINO_CC;
+    const int64_t O = g->O, fs = j->tb * WINO_CC, mm = j->m;
     for (int64_t t = 0; t < nt; t++) {
         int64_t tt = t0 + t, n = tt / j->tpi, r = tt % j->tpi;
-        int64_t oh0 = 2 * (r / j->tw), ow0 = 2 * (r % j->tw);
+        int64_t oh0 = mm * (r / j->tw), ow0 = mm * (r % j->tw);
         const float *mt = M + t * WINO_CC;
         for (int64_t c = 0; c < ccw; c += NV) {
             int64_t w = ccw - c < NV ? ccw - c : NV;
-            nvf m[16], y[2][2], bv = nv_splat(0);
+            nvf m[WINO_MAX_PTS], y[4][4], bv = nv_splat(0);
             float buf[NV];
-            for (int f = 0; f < 16; f++) {
+            for (int64_t f = 0; f < j->pts; f++) {
                 if (w == NV) {
                     m[f] = nv_load(mt + f * fs + c);
                     continue;
@@ -1050,9 +1133,9 @@ static void wino_output(const WinoJob *j, int64_t t0, int64_t nt, int64_t col0, 
                 memcpy(buf, g->bias + col0 + c, (size_t)w * sizeof(float));
                 bv = nv_load(buf);
             }
-            wino_out_tf(m, y);
-            for (int i = 0; i < 2 && oh0 + i < g->OH; i++)
-                for (int jj = 0; jj < 2 && ow0 + jj < g->OW; jj++) {
+            wino_out_tf(mm, m, y);
+            for (int64_t i = 0; i < mm && oh0 + i < g->OH; i++)
+                for (int64_t jj = 0; jj < mm && ow0 + jj < g->OW; jj++) {
                     int64_t off = ((n * g->OH + oh0 + i) * g->OW + ow0 + jj) * O + col0 + c;
                     nvf v = y[i][jj] + bv;
                     if (g->res && w == NV) {
@@ -1078,7 +1161,7 @@ static void wino_task(void *ctx, int64_t task, int tid)
     int64_t q = task / j->nblk, blk = task % j->nblk;
     int64_t t0 = blk * j->tb, nt = j->tiles - t0 < j->tb ? j->tiles - t0 : j->tb;
     int64_t col0 = q * WINO_CC, ccw = j->g->O - col0 < WINO_CC ? j->g->O - col0 : WINO_CC;
-    float *V = j->ws + (int64_t)tid * j->slot, *M = V + 16 * j->tb * j->cpad;
+    float *V = j->ws + (int64_t)tid * j->slot, *M = V + j->pts * j->tb * j->cpad;
     wino_input(j, t0, nt, V);
     wino_gemm(j, nt, col0, ccw, V, M);
     wino_output(j, t0, nt, col0, ccw, M);
@@ -1088,18 +1171,20 @@ static void wino_task(void *ctx, int64_t task, int tid)
 static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
 {
     size_t need = wino_ws_bytes(g);
-    if (n_out < 2 || !out[1].data || (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < need)
+    if (n_out < 2 || !out[1].data ||
+        (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < need)
         return false;
     WinoJob j;
     j.g = g;
     j.k = pick_kernel(tcrt_kern_isa());
     j.ws = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
+    j.m = g->wm, j.a = g->wm + 2, j.pts = j.a * j.a;
     j.slot = wino_slot_floats(g);
-    j.tw = div_up(g->OW, 2);
-    j.tpi = div_up(g->OH, 2) * j.tw;
+    j.tw = div_up(g->OW, j.m);
+    j.tpi = div_up(g->OH, j.m) * j.tw;
     j.tiles = wino_tiles(g);
     j.cpad = round16(g->C);
-    j.pstride = 16 * g->C * TCRT_PACK_NR;
+    j.pstride = j.pts * g->C * TCRT_PACK_NR;
     j.nq = div_up(g->O, WINO_CC);
     /* the slot's block, in whole tiles of the kernel; then enough tasks
      * for the threads (>= 4 each), and blocks of near-equal size */
@@ -1119,7 +1204,7 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
     if (n_out < 1 || !pconv_geom(in, n_in, out, p, &g) || !g.x || !g.w || !g.y || (n_in >= 3 && !g.bias) ||
         (n_in == 4 && !g.res))
         return tcrt_ref_conv2d(in, n_in, out, n_out, p);
-    if (g.wino)
+    if (g.wm)
         return wino_run(&g, out, n_out) ? TCRT_OK : tcrt_ref_conv2d(in, n_in, out, 1, p);
     if (narrow_applies(&g) || thin_applies(&g)) {
         direct_run(&g, !narrow_applies(&g));

@@ -11,8 +11,8 @@
  * [ceil(O/16),KH,KW,CI,16] from tcrt_pack_conv_weights and TCRT_CONV_COUT
  * is O; HWIO element (kh,kw,ci,o) is read at
  * (((o/16*KH + kh)*KW + kw)*CI + ci)*16 + o%16.  Winograd-packed weights
- * (TCRT_CONV_PACK_WINO, w [ceil(O/16),4,4,CI,16] holding U = G g G^T of a
- * 3x3 filter): HWIO is read back as g = L U L^T (wino_tap).
+ * (TCRT_CONV_PACK_WINO/WINO4, w [ceil(O/16),a,a,CI,16], a = 4/6, holding
+ * U = G g G^T of a 3x3 filter): HWIO is read back as g = L U L^T (wino_tap).
  *
  * conv2d_transpose (TF Conv2DBackpropInput): in[0] dy [N,OH,OW,Cdy], in[1]
  * w [KH,KW,Cr,Cdy], out [N,H,W,Cr] given; params are the forward conv's.
@@ -49,28 +49,32 @@ static bool conv_params(const tcrt_params *p, ConvP *c)
            p->i[TCRT_CONV_PB] >= 0 && p->i[TCRT_CONV_PR] >= 0 && k_act_ok(c->act);
 }
 
-/* Winograd-packed weights (TCRT_CONV_PACK_WINO): HWIO element (kh, kw) of one
- * (Cin, Cout) pair from its U = G g G^T, g = L U L^T with
- * L = [1 0 0 0; 0 1 -1 0; 0 0 0 1]; u points at U[0][0] of the pair, U[f] is
- * f * cin * TCRT_PACK_NR floats further.  Row r of L: +U row WINO_L[r][0],
- * minus U row WINO_L[r][1] (-1: none). */
-static const int WINO_L[3][2] = {{0, -1}, {1, 2}, {3, -1}};
+/* Winograd-packed weights (TCRT_CONV_PACK_WINO, WINO4): HWIO element (kh, kw)
+ * of one (Cin, Cout) pair from its U = G g G^T, g = L U L^T with L G = I
+ * (tcrt_kernels.h); u points at U[0][0] of the pair, U[f] is f * cin *
+ * TCRT_PACK_NR floats further, a = 4 or 6 points per side.  Row r of L:
+ * coefficients WINO_LC[m4][r][] at U rows WINO_L[m4][r][] (-1: none). */
+static const int WINO_L[2][3][2] = {{{0, -1}, {1, 2}, {3, -1}}, {{0, -1}, {1, 2}, {5, -1}}};
+static const double WINO_LC[2][3][2] = {{{1, 0}, {1, -1}, {1, 0}}, {{4, 0}, {-3, 3}, {1, 0}}};
 
 #define WINO_TAP(T)                                                                                          \
-    static double wino_tap_##T(const T *u, int64_t cin, int64_t kh, int64_t kw)                              \
+    static double wino_tap_##T(const T *u, int64_t cin, int a, int64_t kh, int64_t kw)                       \
     {                                                                                                        \
+        int m4 = a == 6;                                                                                     \
         double v = 0;                                                                                        \
         for (int ia = 0; ia < 2; ia++)                                                                       \
             for (int ib = 0; ib < 2; ib++) {                                                                 \
-                int a = WINO_L[kh][ia], b = WINO_L[kw][ib];                                                  \
-                if (a >= 0 && b >= 0)                                                                        \
-                    v += (ia == ib ? 1.0 : -1.0) * (double)u[(a * 4 + b) * cin * TCRT_PACK_NR];              \
+                int r = WINO_L[m4][kh][ia], c = WINO_L[m4][kw][ib];                                          \
+                if (r >= 0 && c >= 0)                                                                        \
+                    v += WINO_LC[m4][kh][ia] * WINO_LC[m4][kw][ib] *                                         \
+                         (double)u[(r * a + c) * cin * TCRT_PACK_NR];                                        \
             }                                                                                                \
         return v;                                                                                            \
     }
 WINO_TAP(float)
 WINO_TAP(double)
-#define wino_tap(u, cin, kh, kw) _Generic((u), const float *: wino_tap_float, const double *: wino_tap_double)(u, cin, kh, kw)
+#define wino_tap(u, cin, a, kh, kw)                                                                          \
+    _Generic((u), const float * : wino_tap_float, const double * : wino_tap_double)(u, cin, a, kh, kw)
 
 #define CONV_LOOP(T)                                                                                         \
     do {                                                                                                     \
@@ -94,13 +98,16 @@ WINO_TAP(double)
                                 const T *xp = X + ((n * H + ih) * W + iw) * C;                               \
                                 const T *wp = Wt + (kh * KW + kw) * WI * WO;                                 \
                                 if (wino) {                                                                  \
-                                    const T *pp = Wt + (o / TCRT_PACK_NR) * 16 * WI * TCRT_PACK_NR +          \
+                                    const T *pp = Wt + (o / TCRT_PACK_NR) * wa * wa * WI * TCRT_PACK_NR +    \
                                                   o % TCRT_PACK_NR;                                          \
                                     for (int64_t ci = 0; ci < WI; ci++)                                      \
-                                        acc += (double)xp[ci] * wino_tap(pp + ci * TCRT_PACK_NR, WI, kh, kw); \
+                                        acc += (double)xp[ci] *                                              \
+                                               wino_tap(pp + ci * TCRT_PACK_NR, WI, wa, kh, kw);             \
                                 } else if (packed) {                                                         \
-                                    const T *pp = Wt + (((o / TCRT_PACK_NR) * KH + kh) * KW + kw) * WI *     \
-                                                           TCRT_PACK_NR + o % TCRT_PACK_NR;                  \
+                                    const T *pp =                                                            \
+                                        Wt +                                                                 \
+                                        (((o / TCRT_PACK_NR) * KH + kh) * KW + kw) * WI * TCRT_PACK_NR +     \
+                                        o % TCRT_PACK_NR;                                                    \
                                     for (int64_t ci = 0; ci < WI; ci++)                                      \
                                         acc += (double)xp[ci] * (double)pp[ci * TCRT_PACK_NR];               \
                                 } else if (c.depthwise) {                                                    \
@@ -130,8 +137,10 @@ tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
     const tcrt_tensor *res = n_in == 4 ? &in[3] : NULL;
     ConvP c;
     KCHECK(conv_params(p, &c));
-    bool packed = p->i[TCRT_CONV_PACKED] != 0, wino = p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_WINO;
-    KCHECK(!packed || p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_DIRECT || wino);
+    int64_t pk = p->i[TCRT_CONV_PACKED];
+    bool packed = pk != 0, wino = pk == TCRT_CONV_PACK_WINO || pk == TCRT_CONV_PACK_WINO4;
+    int wa = pk == TCRT_CONV_PACK_WINO4 ? 6 : 4; /* points per side of a Winograd filter */
+    KCHECK(!packed || pk == TCRT_CONV_PACK_DIRECT || wino);
     KCHECK(k_valid(x) && k_valid(w) && k_valid(out) && x->rank == 4 && w->rank == (packed ? 5 : 4) &&
            out->rank == 4);
     KCHECK(x->dtype == out->dtype && w->dtype == out->dtype && k_is_float(out->dtype));
@@ -142,8 +151,8 @@ tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
         KCHECK(!c.depthwise && co > 0 && w->dims[4] == TCRT_PACK_NR &&
                w->dims[0] == (co + TCRT_PACK_NR - 1) / TCRT_PACK_NR && w->dims[3] == C);
         KH = w->dims[1], KW = w->dims[2], WI = w->dims[3], WO = co;
-        if (wino) { /* the 3x3 filter's 4x4 transform */
-            KCHECK(KH == 4 && KW == 4);
+        if (wino) { /* the 3x3 filter's a x a transform */
+            KCHECK(KH == wa && KW == wa);
             KH = KW = 3;
         }
     }

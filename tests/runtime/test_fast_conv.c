@@ -77,10 +77,10 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0,
 /* When set, run_conv passes the HWIO weights unpacked (TCRT_CONV_PACKED = 0): the
  * Eigen path of tcrt_fast_conv2d, which adds a residual after its GEMM. */
 static bool unpacked_mode;
-/* When set, run_conv packs the 3x3 weights for Winograd F(2x2,3x3)
- * (tcrt_pack_conv_wino, TCRT_CONV_PACK_WINO); the oracle stays the
+/* When 2 or 4, run_conv packs the 3x3 weights for Winograd F(m x m,3x3)
+ * (tcrt_pack_conv_wino, TCRT_CONV_PACK_WINO or WINO4); the oracle stays the
  * reference conv on the HWIO weights. */
-static bool wino_mode;
+static int wino_mode;
 
 /* Runs case c with the current ISA cap and thread count; checks every output. */
 static void run_conv(const ConvCase *c, const char *what)
@@ -93,13 +93,13 @@ static void run_conv(const ConvCase *c, const char *what)
     float *x = rand_buf(nx), *w = rand_buf(nw), *bias = rand_buf(c->cout), *res = rand_buf(ny);
     float *ref = malloc((size_t)ny * sizeof(float)), *got = malloc((size_t)ny * sizeof(float));
     float *mag = malloc((size_t)ny * sizeof(float));
-    int64_t pk = wino_mode ? 4 : c->kh, pkw = wino_mode ? 4 : c->kw;
+    int64_t pk = wino_mode ? wino_mode + 2 : c->kh, pkw = wino_mode ? wino_mode + 2 : c->kw;
     int64_t np = tcrt_conv_packed_floats(pk, pkw, c->cin, c->cout);
     ck_assert(np > 0);
     float *pw = malloc((size_t)np * sizeof(float));
     if (wino_mode) {
         ck_assert(c->kh == 3 && c->kw == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1);
-        tcrt_pack_conv_wino(w, c->cin, c->cout, pw);
+        tcrt_pack_conv_wino(w, wino_mode, c->cin, c->cout, pw);
     } else {
         tcrt_pack_conv_weights(w, c->kh, c->kw, c->cin, c->cout, pw);
     }
@@ -133,7 +133,9 @@ static void run_conv(const ConvCase *c, const char *what)
     }
 
     p.i[TCRT_CONV_ACT] = c->act;
-    p.i[TCRT_CONV_PACKED] = wino_mode ? TCRT_CONV_PACK_WINO : TCRT_CONV_PACK_DIRECT;
+    p.i[TCRT_CONV_PACKED] = wino_mode == 4   ? TCRT_CONV_PACK_WINO4
+                            : wino_mode == 2 ? TCRT_CONV_PACK_WINO
+                                             : TCRT_CONV_PACK_DIRECT;
     p.i[TCRT_CONV_COUT] = c->cout;
     int n_in = c->res ? 4 : c->bias ? 3 : 2;
     tcrt_tensor in[4] = {{x, TCRT_F32, 4, {c->n, c->h, c->w, c->cin}},
@@ -162,8 +164,10 @@ static void run_conv(const ConvCase *c, const char *what)
             got[i] = NAN;
         ck_assert_int_eq(tcrt_ref_conv2d(in, n_in, out, 1, &p), TCRT_OK);
         for (int64_t i = 0; i < ny; i++)
-            ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i]), "%s, reference on U [%lld]: got %.7g "
-                          "want %.7g", what, (long long)i, got[i], ref[i]);
+            ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i]),
+                          "%s, reference on U [%lld]: got %.7g "
+                          "want %.7g",
+                          what, (long long)i, got[i], ref[i]);
     }
     free(out[1].data), free(x), free(w), free(bias), free(res), free(ref), free(got), free(mag), free(pw);
     free(ax), free(aw);
@@ -241,7 +245,8 @@ START_TEST(conv_unpacked_residual)
 }
 END_TEST
 
-/* Winograd F(2x2,3x3) (TCRT_CONV_PACK_WINO) against the direct reference:
+/* Winograd F(2x2,3x3) and F(4x4,3x3) (TCRT_CONV_PACK_WINO, WINO4) against
+ * the direct reference:
  * odd and even output sizes (tiles cut by the last row and column), SAME,
  * VALID, asymmetric and big pads (whole patches in the padding), Cin 1, 3,
  * 17 (8-lane tails), 64 and 130, Cout 1, 5, 17, 64, 100 and 130 (several
@@ -266,28 +271,41 @@ START_TEST(conv_winograd)
         {"many tiles", {1, 30, 30, 64, 3, 3, 64, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
         {"deep", {1, 7, 7, 520, 3, 3, 130, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_NONE}},
     };
-    wino_mode = true;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_conv_all(&cases[i].c, cases[i].name);
-    for (int it = 0; it < 12; it++) { /* random shapes */
-        static const int64_t cins[] = {1, 8, 19, 64}, couts[] = {3, 16, 40, 65};
-        frand();
-        uint64_t r = rng >> 20;
-        ConvCase c = {.n = 1 + (int64_t)(r % 2), .h = 1 + (int64_t)((r >> 2) % 12), .w = 1 + (int64_t)((r >> 6) % 12),
-                      .cin = cins[(r >> 10) % 4], .kh = 3, .kw = 3, .cout = couts[(r >> 12) % 4], .sh = 1, .sw = 1,
-                      .dh = 1, .dw = 1, .pt = (int64_t)((r >> 14) % 3), .pl = (int64_t)((r >> 16) % 3),
-                      .pb = (int64_t)((r >> 18) % 3), .pr = (int64_t)((r >> 20) % 3), .bias = (r >> 22) & 1,
-                      .act = (int)((r >> 24) % 4)};
-        c.res = c.bias && ((r >> 23) & 1);
-        if (c.h + c.pt + c.pb < 3)
-            c.pb += 3 - (c.h + c.pt + c.pb);
-        if (c.w + c.pl + c.pr < 3)
-            c.pr += 3 - (c.w + c.pl + c.pr);
-        char name[64];
-        snprintf(name, sizeof name, "winograd random #%d", it);
-        run_conv_all(&c, name);
+    for (wino_mode = 2; wino_mode <= 4; wino_mode += 2) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            run_conv_all(&cases[i].c, cases[i].name);
+        for (int it = 0; it < 12; it++) { /* random shapes */
+            static const int64_t cins[] = {1, 8, 19, 64}, couts[] = {3, 16, 40, 65};
+            frand();
+            uint64_t r = rng >> 20;
+            ConvCase c = {.n = 1 + (int64_t)(r % 2),
+                          .h = 1 + (int64_t)((r >> 2) % 12),
+                          .w = 1 + (int64_t)((r >> 6) % 12),
+                          .cin = cins[(r >> 10) % 4],
+                          .kh = 3,
+                          .kw = 3,
+                          .cout = couts[(r >> 12) % 4],
+                          .sh = 1,
+                          .sw = 1,
+                          .dh = 1,
+                          .dw = 1,
+                          .pt = (int64_t)((r >> 14) % 3),
+                          .pl = (int64_t)((r >> 16) % 3),
+                          .pb = (int64_t)((r >> 18) % 3),
+                          .pr = (int64_t)((r >> 20) % 3),
+                          .bias = (r >> 22) & 1,
+                          .act = (int)((r >> 24) % 4)};
+            c.res = c.bias && ((r >> 23) & 1);
+            if (c.h + c.pt + c.pb < 3)
+                c.pb += 3 - (c.h + c.pt + c.pb);
+            if (c.w + c.pl + c.pr < 3)
+                c.pr += 3 - (c.w + c.pl + c.pr);
+            char name[64];
+            snprintf(name, sizeof name, "winograd F(%d) random #%d", wino_mode, it);
+            run_conv_all(&c, name);
+        }
     }
-    wino_mode = false;
+    wino_mode = 0;
 }
 END_TEST
 
