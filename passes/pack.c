@@ -8,7 +8,7 @@
  * fewer multiply-adds) with at least WINO4_MIN_TILES 4x4 output tiles, else
  * for F(2x2,3x3) (TCRT_CONV_PACK_WINO, 2.25x fewer) with at least
  * WINO_MIN_TILES 2x2 tiles.  Fewer tiles than that (ResNet's 7x7 layers at
- * batch 1: 16 tiles of 2x2) run no faster: the transformed weights are 16/9
+ * batch 1: 4 tiles of 4x4, 16 of 2x2) run no faster: the transformed weights are 16/9
  * (36/9) the size and each is used by few tiles (benchmarks/sgemm,
  * docs/performance.md).
  * `--disable-pass winograd` keeps the direct kernel for every conv.
@@ -52,10 +52,12 @@ static bool on_accelerator(const IrNode *n)
     return n->device && ir_dev_parse(n->device, &d) && d.has_type && strcmp(d.type, "CPU") != 0;
 }
 
-/* Winograd limits (measured, benchmarks/sgemm --convs-only 1): F(2x2) from
- * WINO_MIN_TILES 2x2 tiles, F(4x4) from WINO4_MIN_TILES 4x4 tiles (28x28
- * outputs: 49; at 14x14, 16 tiles, F(4x4) ran no faster than F(2x2)). */
-enum { WINO_MIN_CH = 16, WINO_MIN_TILES = 32, WINO4_MIN_TILES = 40 };
+/* Winograd limits (measured, benchmarks/sgemm --convs-only 1): F(4x4) from
+ * WINO4_MIN_TILES 4x4 tiles (14x14 outputs: 16; there F(4x4) ran as fast as
+ * F(2x2) on an AVX2 EPYC and faster on an AVX-512 Xeon, where F(2x2) did
+ * not beat the direct kernel), else F(2x2) from WINO_MIN_TILES 2x2 tiles;
+ * 7x7 (4 and 16 tiles) stays direct. */
+enum { WINO_MIN_CH = 16, WINO_MIN_TILES = 32, WINO4_MIN_TILES = 16 };
 
 static bool can_pack(const IrNode *n)
 {
