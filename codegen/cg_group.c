@@ -42,6 +42,8 @@ const char *cg_kernel_name(const IrNode *n)
         return "tcrt_fast_resize";
     case OP_TRANSPOSE:
         return "tcrt_fast_transpose";
+    case OP_CONV2D_TRANSPOSE:
+        return "tcrt_fast_conv2d_transpose";
     default:
         return fn;
     }

@@ -205,6 +205,10 @@ tcrt_status tcrt_fast_reduce_max(const tcrt_tensor *in, int n_in, tcrt_tensor *o
 tcrt_status tcrt_fast_pad(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_fast_resize(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 tcrt_status tcrt_fast_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+/* Float32 conv2d_transpose (fast_conv.c): the reference's gather in float,
+ * threaded over output rows; depthwise and other dtypes go to the reference. */
+tcrt_status tcrt_fast_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                       const tcrt_params *p);
 
 /* Packed convolution weights (TCRT_CONV_PACKED): HWIO w[KH,KW,Cin,Cout] ->
  * packed[ceil(Cout/TCRT_PACK_NR)][KH][KW][Cin][TCRT_PACK_NR], output channels

@@ -1412,3 +1412,114 @@ void tcrt_kmm_run(int64_t M, int64_t N, int64_t K, const float *A, const float *
         }
     }
 }
+
+/* ---- transposed convolution (float32) ---- */
+
+/* tcrt_ref_conv2d_transpose's gather (ref_conv.c), in float and threaded:
+ * out[n,ih,iw,c] = act(sum over taps (kh,kw) whose dy pixel
+ * (oh,ow) = ((ih+PT-kh*DH)/SH, (iw+PL-kw*DW)/SW) exists (exact division, in
+ * range) of dot(dy[n,oh,ow,:], w[kh,kw,c,:])), each dot product over Cdy
+ * vectorized (8 lanes, both operands contiguous).  Tasks are chunks of
+ * output rows, so no two threads write the same row.  The reference sums in
+ * double in another order: results differ by roundings.  meet's 2x2
+ * stride-2 upsampling (dy [1,72,128,16] -> [1,144,256,2]) took 2.2 of its
+ * 5.9 ms in the reference (1 thread, AMD EPYC); the whole run went to about
+ * 2.8-4.2 ms from 3.5-5.8 (interleaved, on a noisy machine). */
+typedef struct ConvT {
+    const float *dy, *w;
+    float *y;
+    int64_t N, H, W, C, OH, OW, CO, KH, KW, sh, sw, dh, dw, pt, pl, rows_per_task;
+    int act;
+    float alpha;
+} ConvT;
+
+static float dot_f32(const float *a, const float *b, int64_t n)
+{
+    nvf s = nv_splat(0);
+    int64_t i = 0;
+    for (; i + NV <= n; i += NV)
+        s += nv_load(a + i) * nv_load(b + i);
+    float t = nv_sum(s);
+    for (; i < n; i++)
+        t += a[i] * b[i];
+    return t;
+}
+
+static void convt_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    const ConvT *q = ctx;
+    int64_t r0 = task * q->rows_per_task, r1 = r0 + q->rows_per_task;
+    r1 = r1 < q->N * q->H ? r1 : q->N * q->H;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / q->H, ih = r % q->H;
+        float *yrow = q->y + r * q->W * q->C;
+        for (int64_t iw = 0; iw < q->W; iw++) {
+            float *yp = yrow + iw * q->C;
+            for (int64_t ch = 0; ch < q->C; ch++)
+                yp[ch] = 0.0f;
+            for (int64_t kh = 0; kh < q->KH; kh++) {
+                int64_t th = ih + q->pt - kh * q->dh;
+                if (th < 0 || th % q->sh || th / q->sh >= q->OH)
+                    continue;
+                for (int64_t kw = 0; kw < q->KW; kw++) {
+                    int64_t tw = iw + q->pl - kw * q->dw;
+                    if (tw < 0 || tw % q->sw || tw / q->sw >= q->OW)
+                        continue;
+                    const float *dp = q->dy + ((n * q->OH + th / q->sh) * q->OW + tw / q->sw) * q->CO;
+                    const float *wp = q->w + (kh * q->KW + kw) * q->C * q->CO;
+                    for (int64_t ch = 0; ch < q->C; ch++)
+                        yp[ch] += dot_f32(dp, wp + ch * q->CO, q->CO);
+                }
+            }
+            for (int64_t ch = 0; ch < q->C; ch++)
+                yp[ch] = tcrt_kern_act(yp[ch], q->act, q->alpha);
+        }
+    }
+}
+
+tcrt_status tcrt_fast_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                                       const tcrt_params *p)
+{
+    if (!in || !out || !p || n_in != 2 || n_out < 1)
+        return tcrt_ref_conv2d_transpose(in, n_in, out, n_out, p);
+    const tcrt_tensor *dy = &in[0], *w = &in[1];
+    int64_t a = p->i[TCRT_CONV_ACT];
+    if (dy->dtype != TCRT_F32 || w->dtype != TCRT_F32 || out->dtype != TCRT_F32 || dy->rank != 4 ||
+        w->rank != 4 || out->rank != 4 || !dy->data || !w->data || !out->data || p->i[TCRT_CONV_DEPTHWISE] ||
+        p->i[TCRT_CONV_PACKED] || a < TCRT_ACT_NONE || a > TCRT_ACT_LEAKY)
+        return tcrt_ref_conv2d_transpose(in, n_in, out, n_out, p);
+    ConvT q = {.dy = dy->data,
+               .w = w->data,
+               .y = out->data,
+               .N = out->dims[0],
+               .H = out->dims[1],
+               .W = out->dims[2],
+               .C = out->dims[3],
+               .OH = dy->dims[1],
+               .OW = dy->dims[2],
+               .CO = dy->dims[3],
+               .KH = w->dims[0],
+               .KW = w->dims[1],
+               .sh = p->i[TCRT_CONV_SH],
+               .sw = p->i[TCRT_CONV_SW],
+               .dh = p->i[TCRT_CONV_DH],
+               .dw = p->i[TCRT_CONV_DW],
+               .pt = p->i[TCRT_CONV_PT],
+               .pl = p->i[TCRT_CONV_PL],
+               .act = (int)a,
+               .alpha = (float)p->f[0]};
+    if (q.sh < 1 || q.sw < 1 || q.dh < 1 || q.dw < 1 || q.pt < 0 || q.pl < 0 || p->i[TCRT_CONV_PB] < 0 ||
+        p->i[TCRT_CONV_PR] < 0 || dy->dims[0] != q.N || w->dims[2] != q.C || w->dims[3] != q.CO || q.N < 0 ||
+        q.H < 0 || q.W < 0 || q.C < 0 || q.OH < 0 || q.OW < 0 || q.CO < 0 || q.KH < 0 || q.KW < 0)
+        return tcrt_ref_conv2d_transpose(in, n_in, out, n_out, p);
+    int64_t rows = q.N * q.H;
+    if (rows == 0 || q.W == 0 || q.C == 0)
+        return TCRT_OK;
+    int64_t macs = rows * q.W * q.C * q.CO * q.KH * q.KW / (q.sh * q.sw), nth = team();
+    int64_t n = macs < 2 * MIN_TASK_MACS || nth <= 1 ? 1 : (int64_t)TASKS_PER_THREAD * nth;
+    n = n > rows ? rows : n;
+    q.rows_per_task = div_up(rows, n);
+    tcrt_parallel_tasks(div_up(rows, q.rows_per_task), convt_task, &q);
+    return TCRT_OK;
+}

@@ -309,6 +309,68 @@ START_TEST(conv_winograd)
 }
 END_TEST
 
+/* tcrt_fast_conv2d_transpose against tcrt_ref_conv2d_transpose (which sums in
+ * double): 2x2 stride-2 upsampling (meet's head), 3x3 stride 1 and 2 with
+ * pads and odd output sizes (taps that miss), dilation 2, Cdy 1, 16, 19 (8-lane
+ * tails), C 1, 2, 17, N = 2, each activation, 1 and 2 threads; tolerance
+ * 1e-5 (1 + sum |dy*w|) from the same op on |dy| and |w|. */
+START_TEST(conv_transpose_fast)
+{
+    static const struct {
+        int64_t n, oh, ow, cdy, kh, kw, c, h, w, s, d, pt, pl;
+        int act;
+    } cases[] = {
+        {1, 9, 16, 16, 2, 2, 2, 18, 32, 2, 1, 0, 0, TCRT_ACT_NONE},
+        {2, 5, 6, 19, 3, 3, 17, 5, 6, 1, 1, 1, 1, TCRT_ACT_RELU},
+        {1, 4, 5, 16, 3, 3, 3, 7, 9, 2, 1, 1, 1, TCRT_ACT_RELU6},
+        {1, 4, 5, 16, 3, 3, 3, 8, 10, 2, 1, 1, 1, TCRT_ACT_LEAKY},
+        {1, 6, 6, 1, 3, 3, 1, 10, 10, 1, 2, 0, 0, TCRT_ACT_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t ndy = cases[i].n * cases[i].oh * cases[i].ow * cases[i].cdy,
+                nw = cases[i].kh * cases[i].kw * cases[i].c * cases[i].cdy,
+                ny = cases[i].n * cases[i].h * cases[i].w * cases[i].c;
+        float *dy = rand_buf(ndy), *w = rand_buf(nw), *ref = malloc((size_t)ny * sizeof(float)),
+              *got = malloc((size_t)ny * sizeof(float)), *mag = malloc((size_t)ny * sizeof(float));
+        float *ady = malloc((size_t)ndy * sizeof(float)), *aw = malloc((size_t)nw * sizeof(float));
+        for (int64_t k = 0; k < ndy; k++)
+            ady[k] = fabsf(dy[k]);
+        for (int64_t k = 0; k < nw; k++)
+            aw[k] = fabsf(w[k]);
+        tcrt_params p;
+        memset(&p, 0, sizeof p);
+        p.i[TCRT_CONV_SH] = p.i[TCRT_CONV_SW] = cases[i].s;
+        p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = cases[i].d;
+        p.i[TCRT_CONV_PT] = cases[i].pt, p.i[TCRT_CONV_PL] = cases[i].pl;
+        p.i[TCRT_CONV_ACT] = cases[i].act;
+        p.f[0] = 0.125;
+        tcrt_tensor in[2] = {{dy, TCRT_F32, 4, {cases[i].n, cases[i].oh, cases[i].ow, cases[i].cdy}},
+                             {w, TCRT_F32, 4, {cases[i].kh, cases[i].kw, cases[i].c, cases[i].cdy}}};
+        tcrt_tensor ain[2] = {in[0], in[1]};
+        ain[0].data = ady, ain[1].data = aw;
+        tcrt_tensor out = {ref, TCRT_F32, 4, {cases[i].n, cases[i].h, cases[i].w, cases[i].c}}, mout = out;
+        mout.data = mag;
+        ck_assert_int_eq(tcrt_ref_conv2d_transpose(in, 2, &out, 1, &p), TCRT_OK);
+        tcrt_params pa = p;
+        pa.i[TCRT_CONV_ACT] = TCRT_ACT_NONE;
+        ck_assert_int_eq(tcrt_ref_conv2d_transpose(ain, 2, &mout, 1, &pa), TCRT_OK);
+        for (int t = 1; t <= 2; t++) {
+            tcrt_set_threads(t);
+            out.data = got;
+            for (int64_t k = 0; k < ny; k++)
+                got[k] = NAN;
+            ck_assert_int_eq(tcrt_fast_conv2d_transpose(in, 2, &out, 1, &p), TCRT_OK);
+            for (int64_t k = 0; k < ny; k++)
+                ck_assert_msg(fabsf(got[k] - ref[k]) <= 1e-5f * (1 + mag[k]),
+                              "conv_transpose case %zu (%d threads) [%lld]: got %.7g want %.7g", i, t,
+                              (long long)k, got[k], ref[k]);
+        }
+        tcrt_set_threads(1);
+        free(dy), free(w), free(ref), free(got), free(mag), free(ady), free(aw);
+    }
+}
+END_TEST
+
 START_TEST(conv_random)
 {
     static const int64_t cins[] = {1, 3, 17, 64}, couts[] = {1, 5, 16, 17, 33, 100};
@@ -560,6 +622,7 @@ int main(void)
     tcase_add_test(tc, conv_cases);
     tcase_add_test(tc, conv_random);
     tcase_add_test(tc, conv_winograd);
+    tcase_add_test(tc, conv_transpose_fast);
     tcase_add_test(tc, conv_narrow);
     tcase_add_test(tc, conv_unpacked_residual);
     tcase_add_test(tc, conv_small_workspace);
