@@ -533,6 +533,16 @@ static inline nvf nv_load(const float *p)
     return v;
 }
 
+/* The first n (< NV: the rest zero) floats at p; nothing past p + n is read. */
+static inline nvf nv_load_n(const float *p, int64_t n)
+{
+    if (n >= NV)
+        return nv_load(p);
+    float t[NV] = {0};
+    memcpy(t, p, (size_t)n * sizeof(float));
+    return nv_load(t);
+}
+
 static inline float nv_sum(nvf v)
 {
     return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
@@ -643,6 +653,16 @@ static void narrow_task(void *ctx, int64_t task, int tid)
     }
 }
 
+/* Rows per task for a row-parallel loop of macs multiply-adds: one task
+ * when the work is small or one thread runs, else about TASKS_PER_THREAD
+ * tasks per thread (never more tasks than rows). */
+static int64_t split_rows(int64_t rows, int64_t macs)
+{
+    int64_t nth = team();
+    int64_t n = macs < 2 * MIN_TASK_MACS || nth <= 1 ? 1 : (int64_t)TASKS_PER_THREAD * nth;
+    return div_up(rows, n > rows ? rows : n);
+}
+
 /* Whether g takes the narrow path (shapes only). */
 static bool narrow_applies(const PConv *g)
 {
@@ -668,10 +688,7 @@ static void direct_run(const PConv *g, bool thin)
     q.ow_in1 = g->W - 1 - span + g->pl < 0 ? 0 : (g->W - 1 - span + g->pl) / g->sw + 1;
     q.ow_in1 = q.ow_in1 > g->OW ? g->OW : q.ow_in1;
     q.ow_in1 = q.ow_in1 < q.ow_in0 ? q.ow_in0 : q.ow_in1;
-    int64_t macs = q.n_rows * g->OW * g->O * tc, nth = team();
-    int64_t n = macs < 2 * MIN_TASK_MACS || nth <= 1 ? 1 : (int64_t)TASKS_PER_THREAD * nth;
-    n = n > q.n_rows ? q.n_rows : n;
-    q.per_task = div_up(q.n_rows, n);
+    q.per_task = split_rows(q.n_rows, q.n_rows * g->OW * g->O * tc);
     tcrt_parallel_tasks(div_up(q.n_rows, q.per_task), thin ? thin_task : narrow_task, &q);
 }
 
@@ -738,14 +755,8 @@ static inline void thin_store(const Narrow *q, int64_t pix, int64_t rem, nvf a)
     float *y = g->y + pix * O;
     const float *r = g->res ? g->res + pix * O : NULL;
     a += nv_load(q->bias8);
-    if (r && rem * O >= NV) {
-        a += nv_load(r);
-    } else if (r) {
-        float t[NV] = {0};
-        for (int64_t j = 0; j < O; j++)
-            t[j] = r[j];
-        a += nv_load(t);
-    }
+    if (r)
+        a += nv_load_n(r, rem * O >= NV ? NV : O);
     a = nv_act(a, g->act, g->alpha);
     if (O == NV) {
         memcpy(y, &a, sizeof a);
@@ -1030,14 +1041,9 @@ static void wino_input(const WinoJob *j, int64_t t0, int64_t nt, float *V)
             wino_in_tf(j->m, d, vt + c, fs);
         }
         if (cv < C) { /* the last C % 8 channels, through zero-padded vectors */
-            float buf[NV];
             for (int64_t y = 0; y < a; y++)
-                for (int64_t x = 0; x < a; x++) {
-                    memset(buf, 0, sizeof buf);
-                    if (src[y][x])
-                        memcpy(buf, src[y][x] + cv, (size_t)(C - cv) * sizeof(float));
-                    d[y][x] = nv_load(buf);
-                }
+                for (int64_t x = 0; x < a; x++)
+                    d[y][x] = src[y][x] ? nv_load_n(src[y][x] + cv, C - cv) : nv_splat(0);
             float tail[WINO_MAX_PTS][NV];
             wino_in_tf(j->m, d, tail[0], NV);
             for (int64_t f = 0; f < j->pts; f++)
@@ -1117,36 +1123,16 @@ static void wino_output(const WinoJob *j, int64_t t0, int64_t nt, int64_t col0, 
         const float *mt = M + t * WINO_CC;
         for (int64_t c = 0; c < ccw; c += NV) {
             int64_t w = ccw - c < NV ? ccw - c : NV;
-            nvf m[WINO_MAX_PTS], y[4][4], bv = nv_splat(0);
-            float buf[NV];
-            for (int64_t f = 0; f < j->pts; f++) {
-                if (w == NV) {
-                    m[f] = nv_load(mt + f * fs + c);
-                    continue;
-                }
-                memset(buf, 0, sizeof buf);
-                memcpy(buf, mt + f * fs + c, (size_t)w * sizeof(float));
-                m[f] = nv_load(buf);
-            }
-            if (g->bias && w == NV) {
-                bv = nv_load(g->bias + col0 + c);
-            } else if (g->bias) {
-                memset(buf, 0, sizeof buf);
-                memcpy(buf, g->bias + col0 + c, (size_t)w * sizeof(float));
-                bv = nv_load(buf);
-            }
+            nvf m[WINO_MAX_PTS], y[4][4], bv = g->bias ? nv_load_n(g->bias + col0 + c, w) : nv_splat(0);
+            for (int64_t f = 0; f < j->pts; f++)
+                m[f] = nv_load_n(mt + f * fs + c, w);
             wino_out_tf(mm, m, y);
             for (int64_t i = 0; i < mm && oh0 + i < g->OH; i++)
                 for (int64_t jj = 0; jj < mm && ow0 + jj < g->OW; jj++) {
                     int64_t off = ((n * g->OH + oh0 + i) * g->OW + ow0 + jj) * O + col0 + c;
                     nvf v = y[i][jj] + bv;
-                    if (g->res && w == NV) {
-                        v += nv_load(g->res + off);
-                    } else if (g->res) {
-                        memset(buf, 0, sizeof buf);
-                        memcpy(buf, g->res + off, (size_t)w * sizeof(float));
-                        v += nv_load(buf);
-                    }
+                    if (g->res)
+                        v += nv_load_n(g->res + off, w);
                     v = nv_act(v, g->act, g->alpha);
                     if (w == NV) /* constant size: one vector store */
                         memcpy(g->y + off, &v, sizeof v);
@@ -1529,10 +1515,7 @@ tcrt_status tcrt_fast_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_ten
     int64_t rows = q.N * q.H;
     if (rows == 0 || q.W == 0 || q.C == 0)
         return TCRT_OK;
-    int64_t macs = rows * q.W * q.C * q.CO * q.KH * q.KW / (q.sh * q.sw), nth = team();
-    int64_t n = macs < 2 * MIN_TASK_MACS || nth <= 1 ? 1 : (int64_t)TASKS_PER_THREAD * nth;
-    n = n > rows ? rows : n;
-    q.rows_per_task = div_up(rows, n);
+    q.rows_per_task = split_rows(rows, rows * q.W * q.C * q.CO * q.KH * q.KW / (q.sh * q.sw));
     tcrt_parallel_tasks(div_up(rows, q.rows_per_task), convt_task, &q);
     return TCRT_OK;
 }
