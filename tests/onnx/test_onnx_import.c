@@ -673,6 +673,17 @@ static __attribute__((noinline)) void dirty_stack(void)
         junk[i] = 0x65;
 }
 
+/* n imported on a dirtied stack (dirty_stack); the import must succeed. */
+static IrGraph *import_dirty(Net *n)
+{
+    Status st = ST_INIT;
+    FeFormat fmt;
+    dirty_stack();
+    IrGraph *g = import(n, &st, &fmt);
+    ck_assert_msg(g != NULL, "%s", st.msg);
+    return g;
+}
+
 /* The fetch folded to n floats with the given dims and a static shape. */
 static const float *fetched_static(IrGraph *g, int rank, const int64_t *dims, int n)
 {
@@ -707,11 +718,7 @@ START_TEST(test_pool_dilated_same_lower)
         attr_s(&n, 2, 0, "auto_pad", "SAME_LOWER");
         n.g.n_node = 1;
         n.g.n_initializer = 0;
-        Status st = ST_INIT;
-        FeFormat fmt;
-        dirty_stack();
-        IrGraph *g = import(&n, &st, &fmt);
-        ck_assert_msg(g != NULL, "%s", st.msg);
+        IrGraph *g = import_dirty(&n);
         const float *v = fetched_static(g, 4, (int64_t[]){1, 1, 3, 3}, 9);
         for (int e = 0; e < 9; e++)
             ck_assert_msg(v[e] == want[avg][e], "%s: y[%d] = %g, want %g", avg ? "AveragePool" : "MaxPool", e,
@@ -735,11 +742,7 @@ START_TEST(test_matmul_vector)
     n.g.n_node = 1;
     init(&n, 0, "v", dims_3, 1, vv, 3);
     n.g.n_initializer = 1;
-    Status st = ST_INIT;
-    FeFormat fmt;
-    dirty_stack();
-    IrGraph *g = import(&n, &st, &fmt);
-    ck_assert_msg(g != NULL, "%s", st.msg);
+    IrGraph *g = import_dirty(&n);
     const float *v = fetched_static(g, 3, (int64_t[]){1, 1, 3}, 3);
     ck_assert(v[0] == 14 && v[1] == 32 && v[2] == 50);
     ir_graph_free(g);
