@@ -633,6 +633,12 @@ START_TEST(test_conv_shape_rule_errors)
                                 "%2 = conv2d(%0, %1) {i=[2,2,1,1,1,1,1,1,0,0,3,2]} : f32[1,2,2,2]\n",
                                 "bad.ir", &st5));
     ck_assert_msg(strstr(st5.msg, "needs a 6x6 transform, strides and dilations 1"), "%s", st5.msg);
+    /* a packed-weight kind the runtime does not know */
+    Status st6 = ST_INIT;
+    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[1,1,1,1,16]\n"
+                                "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,5,2]} : f32[1,2,2,2]\n",
+                                "bad.ir", &st6));
+    ck_assert_msg(strstr(st6.msg, "unknown packed filter kind 5"), "%s", st6.msg);
     /* a packed conv parses back (shape [1,2,2,17] from COUT) */
     Status st3 = ST_INIT;
     IrGraph *g = ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[2,1,1,1,16]\n"
