@@ -215,6 +215,13 @@ START_TEST(conv_cases)
          * sums in C; bias, residual, activation once at the last group) */
         {"deep taps split", {1, 4, 5, 1024, 3, 3, 80, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
         {"cin 300 split", {2, 5, 4, 300, 3, 3, 100, 1, 1, 2, 1, 2, 1, 2, 1, true, false, TCRT_ACT_LEAKY}},
+        /* the last Cout block 8 wide (the AVX2 kernel's 8-lane path, a plain
+         * store of the low half) and 12 wide (masked high half), with and
+         * without the taps split (partial sums reloaded through the masks) */
+        {"cout 24 residual", {1, 9, 10, 24, 1, 1, 24, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU6}},
+        {"cout 28 residual", {1, 7, 8, 13, 3, 3, 28, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_LEAKY}},
+        {"deep split cout 24", {1, 4, 5, 1100, 3, 3, 24, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
+        {"deep split cout 28", {1, 3, 5, 1024, 3, 3, 28, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_NONE}},
         /* tile-major (weights under 1 MB) with several Cout blocks and many tiles */
         {"tile major", {2, 9, 10, 40, 3, 3, 200, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}},
     };
