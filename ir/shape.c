@@ -361,8 +361,27 @@ bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
     const int64_t *p = n->p.i;
     /* Packed weights (passes/pack): [ceil(Cout/16),KH,KW,Cin,16] seen as HWIO
      * [KH,KW,Cin,Cout] for the checks below. */
-    IrShape wv = {0};
-    if (p[TCRT_CONV_PACKED]) {
+    IrShape wv = {0}, xv = {0};
+    if (p[TCRT_CONV_PACKED] == TCRT_CONV_PACK_EXPAND) {
+        /* a fused expansion + depthwise conv: checked as the depthwise conv
+         * of the expanded [N,H,W,Ce] input with filter [KH,KW,Ce,1] */
+        int64_t ce = p[TCRT_CONV_COUT], kh = p[TCRT_CONV_KH], kw = p[TCRT_CONV_KW];
+        int64_t want = x->rank == 4 && ce > 0 && kh > 0 && kw > 0
+                           ? tcrt_conv_expand_floats(x->dims[3], ce, kh, kw, NULL, NULL)
+                           : 0;
+        if (!p[TCRT_CONV_DEPTHWISE] || w->rank != 1 || want <= 0 || w->dims[0] != want)
+            return ir_node_errorf(st, n,
+                                  "fused expansion filter %s does not fit input %s, %lld expanded "
+                                  "channels and a %lldx%lld window",
+                                  SH(w), SH(x), (long long)ce, (long long)kh, (long long)kw);
+        if (!check_act(n, p[TCRT_CONV_EACT], st))
+            return false;
+        xv = *x;
+        xv.dims[3] = ce;
+        x = &xv;
+        wv = ir_shape_make(4, (int64_t[]){kh, kw, ce, 1});
+        w = &wv;
+    } else if (p[TCRT_CONV_PACKED]) {
         int64_t co = p[TCRT_CONV_COUT];
         if (p[TCRT_CONV_DEPTHWISE] || w->rank != 5 || w->dims[4] != TCRT_PACK_NR || co <= 0 ||
             w->dims[0] != (co + TCRT_PACK_NR - 1) / TCRT_PACK_NR)

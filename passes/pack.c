@@ -192,6 +192,116 @@ static PassResult pack_convs(IrGraph *g, PassCtx *cx, bool wino)
     return changed ? PASS_CHANGED : PASS_SAME;
 }
 
+/* ---- dwexpand ---- */
+
+/* Limits (measured, docs/performance.md): the expanded tensor at least
+ * DWX_MIN_BYTES (smaller ones stay in cache between the two kernels and the
+ * row-wise expansion's short tiles lose), rows at least DWX_MIN_W pixels,
+ * and the ring of expanded rows at most DWX_MAX_RING bytes (it stays in
+ * L2). */
+enum { DWX_MIN_BYTES = 512 << 10, DWX_MIN_W = 16, DWX_MAX_RING = 256 << 10 };
+
+static bool is_const_f32(IrValue v)
+{
+    return v.node && v.node->op == OP_CONST && v.node->data && v.node->out[0].type.dtype == TCRT_F32;
+}
+
+/* The expansion conv feeding depthwise conv n that dwexpand fuses, or NULL. */
+static IrNode *expansion_of(const IrGraph *g, const IrNode *n)
+{
+    const int64_t *p = n->p.i;
+    if (n->op != OP_CONV2D || !p[TCRT_CONV_DEPTHWISE] || p[TCRT_CONV_PACKED] || n->n_inputs < 3 ||
+        n->out[0].type.dtype != TCRT_F32 || !is_const_f32(n->inputs[1]) || on_accelerator(n))
+        return NULL;
+    const IrShape *w = &ir_value_type(n->inputs[1])->shape, *y = &n->out[0].type.shape;
+    IrNode *e = n->inputs[0].node;
+    if (w->rank != 4 || w->dims[3] != 1 || !e || e->op != OP_CONV2D || e->n_inputs != 3 || e->n_ctrl ||
+        e->out[0].type.dtype != TCRT_F32 || on_accelerator(e) || (e->device == NULL) != (n->device == NULL) ||
+        (e->device && strcmp(e->device, n->device) != 0))
+        return NULL;
+    const int64_t *q = e->p.i;
+    const IrShape *ew = &ir_value_type(e->inputs[1])->shape, *ex = &e->out[0].type.shape;
+    if (q[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT || q[TCRT_CONV_DEPTHWISE] || ew->rank != 5 ||
+        ew->dims[1] != 1 || ew->dims[2] != 1 || q[TCRT_CONV_SH] != 1 || q[TCRT_CONV_SW] != 1 ||
+        q[TCRT_CONV_PT] || q[TCRT_CONV_PL] || q[TCRT_CONV_PB] || q[TCRT_CONV_PR] ||
+        !is_const_f32(e->inputs[1]) || !is_const_f32(e->inputs[2]) || ex->rank != 4)
+        return NULL;
+    for (int k = 1; k < n->n_inputs; k++) /* e feeds n once, as its input */
+        if (n->inputs[k].node == e)
+            return NULL;
+    if (ir_use_count(g, e) != 1 || y->rank != 4)
+        return NULL;
+    int64_t ce = ex->dims[3], ring = ((w->dims[0] - 1) * p[TCRT_CONV_DH] + 1) * ex->dims[2] * ce * 4;
+    if (ex->dims[0] * ex->dims[1] * ex->dims[2] * ce * 4 < DWX_MIN_BYTES || ex->dims[2] < DWX_MIN_W ||
+        ring > DWX_MAX_RING)
+        return NULL;
+    return e;
+}
+
+PassResult pass_dwexpand(IrGraph *g, PassCtx *cx)
+{
+    bool changed = false, fold = g->fold_on_build;
+    g->fold_on_build = false;
+    int n_nodes = g->n_nodes;
+    for (int i = 0; i < n_nodes && st_ok(cx->st); i++) {
+        IrNode *n = g->nodes[i], *e;
+        if (n->dead || !(e = expansion_of(g, n)))
+            continue;
+        const IrShape *w = &ir_value_type(n->inputs[1])->shape;
+        int64_t ci = ir_value_type(e->inputs[0])->shape.dims[3], ce = e->out[0].type.shape.dims[3];
+        int64_t kh = w->dims[0], kw = w->dims[1], be_off, dw_off;
+        int64_t floats = tcrt_conv_expand_floats(ci, ce, kh, kw, &be_off, &dw_off);
+        if (floats <= 0 || (uint64_t)floats > SIZE_MAX / sizeof(float))
+            continue;
+        float *buf = arena_alloc_align(&cx->scratch, (size_t)floats * sizeof(float), 64);
+        if (!buf) {
+            st_errorf(cx->st, ST_NOMEM, "dwexpand: out of memory");
+            break;
+        }
+        memcpy(buf, e->inputs[1].node->data, (size_t)be_off * sizeof(float));
+        memcpy(buf + be_off, e->inputs[2].node->data, (size_t)ce * sizeof(float));
+        memcpy(buf + dw_off, n->inputs[1].node->data, (size_t)(kh * kw * ce) * sizeof(float));
+        IrShape bs = ir_shape_make(1, (int64_t[]){floats});
+        const char *o = g->cur_origin, *oo = g->cur_origin_op;
+        g->cur_origin = n->origin;
+        g->cur_origin_op = n->origin_op;
+        IrValue blob = ir_const(g, TCRT_F32, &bs, buf, cx->st);
+        IrValue in[4];
+        memcpy(in, n->inputs, sizeof(IrValue) * (size_t)n->n_inputs);
+        in[0] = e->inputs[0];
+        in[1] = blob;
+        IrParams p = n->p;
+        p.i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_EXPAND;
+        p.i[TCRT_CONV_COUT] = ce;
+        p.i[TCRT_CONV_KH] = kh;
+        p.i[TCRT_CONV_KW] = kw;
+        p.i[TCRT_CONV_EACT] = e->p.i[TCRT_CONV_ACT];
+        p.f[1] = e->p.f[0];
+        IrNode *c = blob.node ? ir_emit(g, OP_CONV2D, in, n->n_inputs, &p, NULL, cx->st) : NULL;
+        g->cur_origin = o;
+        g->cur_origin_op = oo;
+        if (!c)
+            break;
+        c->device = n->device;
+        c->ctrl = n->ctrl;
+        c->n_ctrl = n->n_ctrl;
+        ir_replace_uses(g, (IrValue){n, 0}, (IrValue){c, 0});
+        n->dead = true;
+        e->dead = true;
+        IrNode *old[3] = {n->inputs[1].node, e->inputs[1].node, e->inputs[2].node};
+        for (int k = 0; k < 3; k++) /* the weights now in the blob, unless used elsewhere */
+            if (ir_use_count(g, old[k]) == 0)
+                old[k]->dead = true;
+        changed = true;
+    }
+    g->fold_on_build = fold;
+    if (!st_ok(cx->st))
+        return PASS_FAILED;
+    if (changed)
+        ir_graph_compact(g);
+    return changed ? PASS_CHANGED : PASS_SAME;
+}
+
 PassResult pass_winograd(IrGraph *g, PassCtx *cx)
 {
     return pack_convs(g, cx, true);

@@ -64,6 +64,11 @@ PassResult pass_fuse(IrGraph *g, PassCtx *cx);
  * run faster that way. */
 PassResult pass_winograd(IrGraph *g, PassCtx *cx);
 PassResult pass_pack(IrGraph *g, PassCtx *cx);
+/* pack.c "dwexpand" (after pack): a packed 1x1 stride-1 conv whose only
+ * user is an f32 depthwise conv (multiplier 1) becomes part of it
+ * (TCRT_CONV_PACK_EXPAND: the expanded tensor is made row by row inside
+ * the depthwise kernel), where the expanded tensor is large. */
+PassResult pass_dwexpand(IrGraph *g, PassCtx *cx);
 /* memplan.c: one arena; args and results pinned, intermediates reuse dead
  * buffers (greedy best fit in schedule order); CONST data gets offsets in the
  * weights blob; CONV2D workspaces sized by tcrt_fast_conv2d_workspace.

@@ -57,6 +57,17 @@ enum {
      * F(2x2,3x3) (F(4x4,3x3)) filter U = G g G^T of tcrt_pack_conv_wino
      * ([ceil(Cout/16), a, a, Cin, 16], a = 4 (6)). */
     TCRT_CONV_PACK_DIRECT = 1, TCRT_CONV_PACK_WINO = 2, TCRT_CONV_PACK_WINO4 = 3,
+    /* TCRT_CONV_PACK_EXPAND (passes/pack.c "dwexpand"): a 1x1 expansion conv
+     * fused into the depthwise conv (multiplier 1) that consumes it,
+     * y = act(dw(e) + bias[ + residual]), e = eact(x * we + be) with Ce =
+     * TCRT_CONV_COUT channels, never stored whole.  TCRT_CONV_DEPTHWISE is 1;
+     * the strides, dilations, pads and act are the depthwise conv's;
+     * TCRT_CONV_KH/KW its window; TCRT_CONV_EACT the expansion's activation
+     * (f[1]: its leaky alpha).  w is one f32 vector (tcrt_conv_expand_floats):
+     * we packed by tcrt_pack_conv_weights as a 1x1 [1,1,Cin,Ce] filter
+     * (ceil(Ce/16)*Cin*16), then be [Ce], then the depthwise filter [KH,KW,Ce]. */
+    TCRT_CONV_PACK_EXPAND = 4,
+    TCRT_CONV_KH = 12, TCRT_CONV_KW = 13, TCRT_CONV_EACT = 14,
     /* maxpool / avgpool: x NHWC; avg excludes padding from the count (TF SAME). */
     TCRT_POOL_KH = 0, TCRT_POOL_KW = 1, TCRT_POOL_SH = 2, TCRT_POOL_SW = 3,
     TCRT_POOL_PT = 4, TCRT_POOL_PL = 5, TCRT_POOL_PB = 6, TCRT_POOL_PR = 7,
@@ -227,6 +238,12 @@ void tcrt_pack_conv_weights(const float *hwio, int64_t kh, int64_t kw, int64_t c
  * G = I: L = [1 0 0 0; 0 1 -1 0; 0 0 0 1] (m = 2), [4 0 0 0 0 0;
  * 0 -3 3 0 0 0; 0 0 0 0 0 1] (m = 4) (ref_conv.c). */
 void tcrt_pack_conv_wino(const float *hwio, int64_t m, int64_t cin, int64_t cout, float *packed);
+/* Floats of a TCRT_CONV_PACK_EXPAND filter vector (0 on a bad or
+ * overflowing size) and where its parts start: the packed expansion
+ * weights at 0, be at *be_off, the depthwise filter at *dw_off (either
+ * pointer may be NULL). */
+int64_t tcrt_conv_expand_floats(int64_t cin, int64_t ce, int64_t kh, int64_t kw, int64_t *be_off,
+                                int64_t *dw_off);
 
 #ifdef __cplusplus
 }

@@ -202,6 +202,22 @@ static Kern pick_kernel(int isa)
     return k;
 }
 
+int64_t tcrt_conv_expand_floats(int64_t cin, int64_t ce, int64_t kh, int64_t kw, int64_t *be_off,
+                                int64_t *dw_off)
+{
+    int64_t we = tcrt_conv_packed_floats(1, 1, cin, ce), dw = tcrt_conv_packed_floats(kh, kw, 1, ce);
+    if (we <= 0 || dw <= 0 || kh > INT64_MAX / kw || kh * kw > INT64_MAX / ce)
+        return 0;
+    dw = kh * kw * ce; /* unpadded: [KH,KW,Ce] */
+    if (we > INT64_MAX - ce - dw)
+        return 0;
+    if (be_off)
+        *be_off = we;
+    if (dw_off)
+        *dw_off = we + ce;
+    return we + ce + dw;
+}
+
 static int64_t div_up(int64_t a, int64_t b)
 {
     return (a + b - 1) / b;
@@ -317,6 +333,8 @@ static size_t wino_ws_bytes(const PConv *g);
 
 size_t tcrt_pconv_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
 {
+    if (p && p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_EXPAND)
+        return tcrt_dwexp_workspace(in, n_in, out, p); /* fast_pool.c */
     PConv g;
     if (!pconv_geom(in, n_in, out, p, &g))
         return 0;
@@ -1197,8 +1215,28 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
     return true;
 }
 
+void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const float *bias, int64_t O,
+                     int act, float alpha, float *y)
+{
+    Kern k = pick_kernel(tcrt_kern_isa());
+    const float *ind[TCRT_KERN_MAX_MR];
+    for (int64_t p0 = 0; p0 < n; p0 += k.mr) {
+        int64_t mr = n - p0 < k.mr ? n - p0 : k.mr;
+        for (int64_t r = 0; r < k.mr; r++) /* rows past the last repeat it */
+            ind[r] = x + (p0 + (r < mr ? r : mr - 1)) * C;
+        for (int64_t col0 = 0; col0 < O; col0 += k.nr) {
+            int64_t nc = O - col0 < k.nr ? O - col0 : k.nr;
+            TcrtKernEpi e = {bias ? bias + col0 : NULL, NULL, O, act, alpha, false, false, NULL, 0};
+            k.fn(mr, nc, 1, C, ind, w + col0 / TCRT_PACK_NR * C * TCRT_PACK_NR, C * TCRT_PACK_NR,
+                 y + p0 * O + col0, O, &e);
+        }
+    }
+}
+
 tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
+    if (p && p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_EXPAND)
+        return tcrt_dwexp_run(in, n_in, out, n_out, p); /* fast_pool.c */
     PConv g;
     if (n_out < 1 || !pconv_geom(in, n_in, out, p, &g) || !g.x || !g.w || !g.y || (n_in >= 3 && !g.bias) ||
         (n_in == 4 && !g.res))

@@ -117,6 +117,19 @@ size_t tcrt_pconv_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *
 tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
                            const tcrt_params *p);
 
+/* One 1x1 packed conv over n pixels on the calling thread:
+ * y[p][0..O) (row stride O) = act(x[p][0..C) . w + bias), x's pixels C
+ * floats apart, w packed as a [1,1,C,O] filter (tcrt_pack_conv_weights),
+ * bias NULL or [O]; the micro-kernel of tcrt_kern_isa(), tile-major. */
+void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const float *bias, int64_t O,
+                     int act, float alpha, float *y);
+
+/* The fused expansion + depthwise conv (TCRT_CONV_PACK_EXPAND,
+ * fast_pool.c): workspace bytes and the kernel (reference fallback for
+ * what it does not handle or a too small workspace). */
+size_t tcrt_dwexp_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
+tcrt_status tcrt_dwexp_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+
 /* GEMM for tcrt_fast_matmul: C[M,N] (row stride N) = act(A[M,K] (row stride
  * K) * op(B) + bias), B [K,N] or, when tb, [N,K]; B is packed into ws.
  * tcrt_kmm_applies: whether this path is worth taking (sizes, and an ISA

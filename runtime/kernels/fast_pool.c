@@ -236,7 +236,17 @@ typedef struct Dw {
     int64_t ow_in0, ow_in1; /* output columns whose taps all lie inside the input */
     int isa;                /* tcrt_kern_isa(): TCRT_ISA_AVX512 takes the 16-lane kernel */
     Rows rows;
+    /* fused expansion (tcrt_dwexp_run): input row ih is row ih % ring_n of
+     * ring (W*C floats each), not a row of x; NULL: of x */
+    const float *ring;
+    int64_t ring_n;
 } Dw;
+
+/* Input row ih of the image at xn. */
+static inline const float *dw_xrow(const Dw *d, const float *xn, int64_t ih)
+{
+    return d->ring ? d->ring + ih % d->ring_n * d->W * d->C : xn + ih * d->W * d->C;
+}
 
 /* The multiplier-1 row kernel (fast_pool_dw.h) for 8 lanes (any target)
  * and, where the build allows AVX-512, for 16 lanes (zmm, chosen at run
@@ -286,7 +296,7 @@ static void dw_row_m1(const Dw *d, int64_t n, int64_t oh, int64_t k0, int64_t k1
                 for (int64_t kw = 0; kw < KW; kw++) {
                     int64_t iw = ow * d->sw - d->pl + kw * d->dw;
                     if (iw >= 0 && iw < d->W)
-                        a += xn[(ih * d->W + iw) * C + c] * d->w[(kh * KW + kw) * C + c];
+                        a += dw_xrow(d, xn, ih)[iw * C + c] * d->w[(kh * KW + kw) * C + c];
                 }
             }
             int64_t off = ybase + ow * C + c;
@@ -411,5 +421,142 @@ tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_ten
     d.isa = tcrt_kern_isa();
     int64_t n_tasks = row_tasks(&d.rows, d.N * d.OH, n_y * d.KH * d.KW);
     tcrt_parallel_tasks(n_tasks, dw_task, &d);
+    return TCRT_OK;
+}
+
+/* ---- fused expansion + depthwise convolution (TCRT_CONV_PACK_EXPAND) ---- */
+
+/* Each task does a band of output rows of one image: per output row it
+ * expands the rows of its window's span that the band has not made yet
+ * (1x1 packed conv, tcrt_pconv_rows) into a ring of (KH-1)*DH+1 rows of
+ * W*Ce floats, then runs the depthwise row kernel on the ring.  The
+ * expanded tensor never exists whole: each row is made once per band (the
+ * rows two bands share are made by both) and read from L2.  At most
+ * DWX_SLOTS threads take part, one ring each (the workspace is planned for
+ * that many); bands: one per thread taking part. */
+enum { DWX_SLOTS = 4 };
+
+typedef struct DwExp {
+    Dw d;
+    const float *x, *we, *be; /* block input [N,H,W,CI], packed expansion weights, its bias */
+    int64_t CI, eact;
+    float ealpha;
+    float *rings; /* slot tid at rings + tid * slot */
+    int64_t slot, bands, per_band;
+} DwExp;
+
+static int64_t round16f(int64_t n)
+{
+    return (n + 15) / 16 * 16;
+}
+
+/* Fills e from the call (workspace aside); false when it is not a fused
+ * conv this kernel handles. */
+static bool dwexp_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p, DwExp *e)
+{
+    memset(e, 0, sizeof *e);
+    if (!in || !out || !p || n_in < 3 || n_in > 4 || p->i[TCRT_CONV_PACKED] != TCRT_CONV_PACK_EXPAND ||
+        !p->i[TCRT_CONV_DEPTHWISE])
+        return false;
+    const tcrt_tensor *x = &in[0], *w = &in[1];
+    bool ok = x->rank == 4 && w->rank == 1 && out->rank == 4 && x->dtype == TCRT_F32 && w->dtype == TCRT_F32 &&
+              out->dtype == TCRT_F32;
+    for (int k = 2; k < n_in && ok; k++)
+        ok = in[k].dtype == TCRT_F32;
+    if (!ok)
+        return false;
+    Dw *d = &e->d;
+    int64_t be_off, dw_off;
+    e->CI = x->dims[3];
+    d->N = x->dims[0], d->H = x->dims[1], d->W = x->dims[2], d->C = p->i[TCRT_CONV_COUT];
+    d->KH = p->i[TCRT_CONV_KH], d->KW = p->i[TCRT_CONV_KW], d->M = 1, d->O = d->C;
+    d->OH = out->dims[1], d->OW = out->dims[2];
+    d->sh = p->i[TCRT_CONV_SH], d->sw = p->i[TCRT_CONV_SW], d->dh = p->i[TCRT_CONV_DH],
+    d->dw = p->i[TCRT_CONV_DW], d->pt = p->i[TCRT_CONV_PT], d->pl = p->i[TCRT_CONV_PL];
+    d->act = p->i[TCRT_CONV_ACT], d->alpha = (float)p->f[0];
+    e->eact = p->i[TCRT_CONV_EACT], e->ealpha = (float)p->f[1];
+    ok = d->C > 0 && d->KH > 0 && d->KW > 0 && e->CI > 0 &&
+         tcrt_conv_expand_floats(e->CI, d->C, d->KH, d->KW, &be_off, &dw_off) == w->dims[0] && d->sh >= 1 &&
+         d->sw >= 1 && d->dh >= 1 && d->dw >= 1 && d->pt >= 0 && d->pl >= 0 && d->act >= TCRT_ACT_NONE &&
+         d->act <= TCRT_ACT_LEAKY && e->eact >= TCRT_ACT_NONE && e->eact <= TCRT_ACT_LEAKY &&
+         out->dims[0] == d->N && out->dims[3] == d->C && d->OH > 0 && d->OW > 0 && d->N > 0 && d->H > 0 &&
+         d->W > 0 && tcrt_tensor_count(&in[2]) == d->C;
+    if (ok && n_in == 4)
+        for (int k = 0; k < 4 && ok; k++)
+            ok = in[3].rank == 4 && in[3].dims[k] == out->dims[k];
+    if (!ok)
+        return false;
+    e->x = (const float *)x->data;
+    e->we = (const float *)w->data;
+    e->be = e->we + be_off;
+    d->w = e->we + dw_off;
+    d->bias = (const float *)in[2].data;
+    d->res = n_in == 4 ? (const float *)in[3].data : NULL;
+    d->y = (float *)out->data;
+    d->ring_n = (d->KH - 1) * d->dh + 1;
+    e->slot = round16f(d->ring_n * d->W * d->C);
+    return true;
+}
+
+size_t tcrt_dwexp_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
+{
+    DwExp e;
+    if (!dwexp_geom(in, n_in, out, p, &e))
+        return 0;
+    return 64 + (size_t)DWX_SLOTS * (size_t)e.slot * sizeof(float);
+}
+
+static void dwexp_task(void *ctx, int64_t task, int tid)
+{
+    const DwExp *e = ctx;
+    Dw d = e->d;
+    float *ring = e->rings + tid * e->slot;
+    d.ring = ring;
+    int64_t n = task / e->bands, oh0 = task % e->bands * e->per_band;
+    int64_t oh1 = oh0 + e->per_band < d.OH ? oh0 + e->per_band : d.OH, made = -1;
+    for (int64_t oh = oh0; oh < oh1; oh++) {
+        int64_t base = oh * d.sh - d.pt, k0 = 0, k1 = d.KH;
+        while (k0 < k1 && base + k0 * d.dh < 0)
+            k0++;
+        while (k1 > k0 && base + (k1 - 1) * d.dh >= d.H)
+            k1--;
+        /* every row of the window's span not made yet (a dilated window's
+         * gaps too: the next output rows read them); rows before the span
+         * are skipped (a stride longer than the span) */
+        int64_t first = base + k0 * d.dh, last = base + (k1 - 1) * d.dh;
+        for (int64_t ih = made + 1 > first ? made + 1 : first; ih <= last && k1 > k0; ih++)
+            tcrt_pconv_rows(e->x + (n * d.H + ih) * d.W * e->CI, d.W, e->CI, e->we, e->be, d.C, (int)e->eact,
+                            e->ealpha, ring + ih % d.ring_n * d.W * d.C);
+        if (k1 > k0 && last > made)
+            made = last;
+        dw_row_m1(&d, n, oh, k0, k1);
+    }
+}
+
+tcrt_status tcrt_dwexp_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+{
+    DwExp e;
+    if (n_out < 1)
+        return tcrt_ref_conv2d(in, n_in, out, n_out, p);
+    if (n_out < 2 || !dwexp_geom(in, n_in, out, p, &e) || !e.x || !e.we || !e.d.bias || !e.d.y ||
+        (n_in == 4 && !e.d.res) || !out[1].data ||
+        (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < tcrt_dwexp_workspace(in, n_in, out, p))
+        return tcrt_ref_conv2d(in, n_in, out, 1, p);
+    e.rings = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
+    e.d.isa = tcrt_kern_isa();
+    /* interior columns, as tcrt_fast_depthwise_conv2d */
+    int64_t span = (e.d.KW - 1) * e.d.dw;
+    e.d.ow_in0 = (e.d.pl + e.d.sw - 1) / e.d.sw;
+    e.d.ow_in1 = e.d.W - 1 - span + e.d.pl < 0 ? 0 : (e.d.W - 1 - span + e.d.pl) / e.d.sw + 1;
+    if (e.d.ow_in1 > e.d.OW)
+        e.d.ow_in1 = e.d.OW;
+    if (e.d.ow_in1 < e.d.ow_in0)
+        e.d.ow_in1 = e.d.ow_in0;
+    int64_t slots = tcrt_get_threads();
+    slots = slots < 1 ? 1 : slots > DWX_SLOTS ? DWX_SLOTS : slots;
+    e.bands = slots > e.d.OH ? e.d.OH : slots;
+    e.per_band = (e.d.OH + e.bands - 1) / e.bands;
+    e.bands = (e.d.OH + e.per_band - 1) / e.per_band;
+    tcrt_parallel_tasks_max(e.d.N * e.bands, (int)slots, dwexp_task, &e);
     return TCRT_OK;
 }

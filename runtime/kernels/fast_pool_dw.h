@@ -72,7 +72,7 @@ DW_FN(dw_block)(const Dw *d, const float *xn, int64_t oh, int64_t ow, int64_t c,
         acc[j] = b;
     for (int64_t kh = k0; kh < k1; kh++) {
         int64_t ih = oh * d->sh - d->pt + kh * d->dh;
-        const float *xp = xn + (ih * d->W + ow * d->sw - d->pl) * C + c;
+        const float *xp = dw_xrow(d, xn, ih) + (ow * d->sw - d->pl) * C + c;
         const float *wp = d->w + kh * KW * C + c;
         for (int64_t kw = 0; kw < KW; kw++) {
             DW_FN(dwv) wv = DW_FN(dw_load)(wp + kw * C);
@@ -104,7 +104,7 @@ DW_FN(dw_block3)(const Dw *d, const float *xn, int64_t oh, int64_t ow, int64_t c
         acc[j] = b;
     for (int64_t kh = k0; kh < k1; kh++) {
         int64_t ih = oh * d->sh - d->pt + kh;
-        const float *xp = xn + (ih * d->W + ow * SW - d->pl) * C + c;
+        const float *xp = dw_xrow(d, xn, ih) + (ow * SW - d->pl) * C + c;
         const float *wp = d->w + kh * 3 * C + c;
         DW_FN(dwv) w0 = DW_FN(dw_load)(wp), w1 = DW_FN(dw_load)(wp + C), w2 = DW_FN(dw_load)(wp + 2 * C);
 #pragma GCC unroll 24
@@ -189,7 +189,7 @@ static DW_ATTR void DW_FN(dw_border)(const Dw *d, const float *xn, int64_t oh, i
                 int64_t iw = ow * d->sw - d->pl + kw * d->dw;
                 if (iw < 0 || iw >= d->W)
                     continue;
-                a += DW_FN(dw_load)(xn + (ih * d->W + iw) * d->C + c) *
+                a += DW_FN(dw_load)(dw_xrow(d, xn, ih) + iw * d->C + c) *
                      DW_FN(dw_load)(d->w + (kh * d->KW + kw) * d->C + c);
             }
         }

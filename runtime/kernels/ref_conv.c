@@ -13,6 +13,8 @@
  * (((o/16*KH + kh)*KW + kw)*CI + ci)*16 + o%16.  Winograd-packed weights
  * (TCRT_CONV_PACK_WINO/WINO4, w [ceil(O/16),a,a,CI,16], a = 4/6, holding
  * U = G g G^T of a 3x3 filter): HWIO is read back as g = L U L^T (wino_tap).
+ * A fused expansion + depthwise conv (TCRT_CONV_PACK_EXPAND): see
+ * ref_conv2d_expand.
  *
  * conv2d_transpose (TF Conv2DBackpropInput): in[0] dy [N,OH,OW,Cdy], in[1]
  * w [KH,KW,Cr,Cdy], out [N,H,W,Cr] given; params are the forward conv's.
@@ -129,6 +131,60 @@ WINO_TAP(double)
                     }                                                                                        \
     } while (0)
 
+/* TCRT_CONV_PACK_EXPAND (f32): y = act(dw(e) + bias[ + res]) with the
+ * expanded value e(n,ih,iw,o) = eact(be[o] + sum_ci x[n,ih,iw,ci] *
+ * we(ci,o)) recomputed for every tap in double (never rounded to f32 nor
+ * stored), we read from its packed panel at (o/16*CI + ci)*16 + o%16. */
+static tcrt_status ref_conv2d_expand(const tcrt_tensor *in, int n_in, tcrt_tensor *out, const tcrt_params *p,
+                                     const ConvP *c)
+{
+    const tcrt_tensor *x = &in[0], *w = &in[1], *bias = n_in >= 3 ? &in[2] : NULL;
+    const tcrt_tensor *res = n_in == 4 ? &in[3] : NULL;
+    KCHECK(c->depthwise && k_valid(x) && k_valid(w) && k_valid(out) && x->rank == 4 && w->rank == 1 &&
+           out->rank == 4 && x->dtype == TCRT_F32 && w->dtype == TCRT_F32 && out->dtype == TCRT_F32);
+    int64_t N = x->dims[0], H = x->dims[1], W = x->dims[2], CI = x->dims[3];
+    int64_t CE = p->i[TCRT_CONV_COUT], KH = p->i[TCRT_CONV_KH], KW = p->i[TCRT_CONV_KW], be_off, dw_off;
+    int64_t eact = p->i[TCRT_CONV_EACT];
+    KCHECK(CE > 0 && KH > 0 && KW > 0 && k_act_ok(eact) &&
+           tcrt_conv_expand_floats(CI, CE, KH, KW, &be_off, &dw_off) == w->dims[0]);
+    int64_t OH = out->dims[1], OW = out->dims[2];
+    KCHECK(out->dims[0] == N && out->dims[3] == CE);
+    if (res)
+        KCHECK(bias && k_valid(res) && res->dtype == TCRT_F32 && res->rank == 4 && res->dims[0] == N &&
+               res->dims[1] == OH && res->dims[2] == OW && res->dims[3] == CE);
+    if (bias)
+        KCHECK(k_valid(bias) && bias->dtype == TCRT_F32 && k_count(bias) == CE);
+    const float *X = x->data, *Wt = w->data, *B = bias ? bias->data : NULL, *R = res ? res->data : NULL;
+    const float *BE = Wt + be_off, *WD = Wt + dw_off;
+    float *Y = out->data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++)
+                for (int64_t o = 0; o < CE; o++) {
+                    const float *we = Wt + (o / TCRT_PACK_NR) * CI * TCRT_PACK_NR + o % TCRT_PACK_NR;
+                    double acc = 0;
+                    for (int64_t kh = 0; kh < KH; kh++) {
+                        int64_t ih = oh * c->sh - c->pt + kh * c->dh;
+                        if (ih < 0 || ih >= H)
+                            continue;
+                        for (int64_t kw = 0; kw < KW; kw++) {
+                            int64_t iw = ow * c->sw - c->pl + kw * c->dw;
+                            if (iw < 0 || iw >= W)
+                                continue;
+                            const float *xp = X + ((n * H + ih) * W + iw) * CI;
+                            double e = BE[o];
+                            for (int64_t ci = 0; ci < CI; ci++)
+                                e += (double)xp[ci] * (double)we[ci * TCRT_PACK_NR];
+                            acc += k_act(e, eact, p->f[1]) * (double)WD[(kh * KW + kw) * CE + o];
+                        }
+                    }
+                    int64_t yi = ((n * OH + oh) * OW + ow) * CE + o;
+                    acc += (B ? B[o] : 0.0) + (R ? R[yi] : 0.0);
+                    Y[yi] = (float)k_act(acc, c->act, c->alpha);
+                }
+    return TCRT_OK;
+}
+
 tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
                             const tcrt_params *p)
 {
@@ -138,6 +194,8 @@ tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
     ConvP c;
     KCHECK(conv_params(p, &c));
     int64_t pk = p->i[TCRT_CONV_PACKED];
+    if (pk == TCRT_CONV_PACK_EXPAND)
+        return ref_conv2d_expand(in, n_in, out, p, &c);
     bool packed = pk != 0, wino = pk == TCRT_CONV_PACK_WINO || pk == TCRT_CONV_PACK_WINO4;
     int wa = pk == TCRT_CONV_PACK_WINO4 ? 6 : 4; /* points per side of a Winograd filter */
     KCHECK(!packed || pk == TCRT_CONV_PACK_DIRECT || wino);

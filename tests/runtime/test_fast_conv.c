@@ -316,6 +316,131 @@ START_TEST(conv_winograd)
 }
 END_TEST
 
+
+/* ---- fused expansion + depthwise (TCRT_CONV_PACK_EXPAND) ---- */
+
+typedef struct ExpCase {
+    int64_t n, h, w, ci, ce, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+    int eact, act;
+    bool res;
+} ExpCase;
+
+/* The oracle is the two plain reference convs: the 1x1 expansion on the
+ * HWIO weights (bias, activation eact, stored as f32), then the depthwise
+ * conv on its output (bias, residual, act), both by tcrt_ref_conv2d's
+ * unpacked paths.  Under test: tcrt_fast_conv2d on the one fused filter
+ * vector (each ISA, threads 1..3, so 1..3 bands), the reference kernel on
+ * that vector (the fallback), and the fast kernel with a workspace one
+ * byte short (falls back to the reference). */
+static void run_exp(const ExpCase *c, const char *name)
+{
+    int64_t oh = out_size(c->h, c->kh, c->sh, c->dh, c->pt, c->pb);
+    int64_t ow = out_size(c->w, c->kw, c->sw, c->dw, c->pl, c->pr);
+    ck_assert(oh > 0 && ow > 0);
+    int64_t nx = c->n * c->h * c->w * c->ci, ne = c->n * c->h * c->w * c->ce, ny = c->n * oh * ow * c->ce;
+    float *x = rand_buf(nx), *we = rand_buf(c->ci * c->ce), *be = rand_buf(c->ce),
+          *wd = rand_buf(c->kh * c->kw * c->ce), *bd = rand_buf(c->ce), *res = rand_buf(ny);
+    float *e = malloc((size_t)ne * sizeof(float)), *ref = malloc((size_t)ny * sizeof(float)),
+          *got = malloc((size_t)ny * sizeof(float));
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    p.i[TCRT_CONV_SH] = p.i[TCRT_CONV_SW] = p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = 1;
+    p.i[TCRT_CONV_ACT] = c->eact;
+    p.f[0] = 0.25;
+    tcrt_tensor ein[3] = {{x, TCRT_F32, 4, {c->n, c->h, c->w, c->ci}},
+                          {we, TCRT_F32, 4, {1, 1, c->ci, c->ce}},
+                          {be, TCRT_F32, 1, {c->ce}}};
+    tcrt_tensor eout = {e, TCRT_F32, 4, {c->n, c->h, c->w, c->ce}};
+    ck_assert_int_eq(tcrt_ref_conv2d(ein, 3, &eout, 1, &p), TCRT_OK);
+    p.i[TCRT_CONV_SH] = c->sh, p.i[TCRT_CONV_SW] = c->sw, p.i[TCRT_CONV_DH] = c->dh, p.i[TCRT_CONV_DW] = c->dw;
+    p.i[TCRT_CONV_PT] = c->pt, p.i[TCRT_CONV_PL] = c->pl, p.i[TCRT_CONV_PB] = c->pb, p.i[TCRT_CONV_PR] = c->pr;
+    p.i[TCRT_CONV_DEPTHWISE] = 1;
+    p.i[TCRT_CONV_ACT] = c->act;
+    p.f[0] = 0.125;
+    int n_in = c->res ? 4 : 3;
+    tcrt_tensor din[4] = {{e, TCRT_F32, 4, {c->n, c->h, c->w, c->ce}},
+                          {wd, TCRT_F32, 4, {c->kh, c->kw, c->ce, 1}},
+                          {bd, TCRT_F32, 1, {c->ce}},
+                          {res, TCRT_F32, 4, {c->n, oh, ow, c->ce}}};
+    tcrt_tensor rout = {ref, TCRT_F32, 4, {c->n, oh, ow, c->ce}};
+    ck_assert_int_eq(tcrt_ref_conv2d(din, n_in, &rout, 1, &p), TCRT_OK);
+
+    /* the fused filter vector: packed we, be, wd */
+    int64_t be_off, dw_off, nf = tcrt_conv_expand_floats(c->ci, c->ce, c->kh, c->kw, &be_off, &dw_off);
+    ck_assert(nf > 0 && be_off == (c->ce + 15) / 16 * 16 * c->ci && dw_off == be_off + c->ce &&
+              nf == dw_off + c->kh * c->kw * c->ce);
+    float *f = malloc((size_t)nf * sizeof(float));
+    tcrt_pack_conv_weights(we, 1, 1, c->ci, c->ce, f);
+    memcpy(f + be_off, be, (size_t)c->ce * sizeof(float));
+    memcpy(f + dw_off, wd, (size_t)(c->kh * c->kw * c->ce) * sizeof(float));
+    p.i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_EXPAND;
+    p.i[TCRT_CONV_COUT] = c->ce;
+    p.i[TCRT_CONV_KH] = c->kh, p.i[TCRT_CONV_KW] = c->kw;
+    p.i[TCRT_CONV_EACT] = c->eact;
+    p.f[1] = 0.25;
+    tcrt_tensor in[4] = {{x, TCRT_F32, 4, {c->n, c->h, c->w, c->ci}},
+                         {f, TCRT_F32, 1, {nf}},
+                         {bd, TCRT_F32, 1, {c->ce}},
+                         {res, TCRT_F32, 4, {c->n, oh, ow, c->ce}}};
+    tcrt_tensor out[2] = {{got, TCRT_F32, 4, {c->n, oh, ow, c->ce}}, {NULL, TCRT_U8, 1, {0}}};
+    size_t ws = tcrt_fast_conv2d_workspace(in, n_in, out, &p);
+    ck_assert_msg(ws > 0, "%s: no workspace reported", name);
+    out[1].data = malloc(ws);
+    /* tolerance: 2e-5 per product summed (the expansion's rounding carried
+     * through the depthwise taps; values are sums of products of [-1, 1]),
+     * below one tap's contribution */
+    float tol = 2e-5f * (float)(1 + c->kh * c->kw * (1 + c->ci));
+    for (int mode = 0; mode < 3; mode++)
+        for (int isa = TCRT_ISA_PORTABLE; isa <= TCRT_ISA_AVX512; isa++) {
+            if (!tcrt_kern_isa_supported(isa) || (mode > 0 && isa > TCRT_ISA_PORTABLE))
+                continue;
+            int prev = tcrt_kern_force_isa(isa);
+            for (int t = 1; t <= 3; t++) {
+                tcrt_set_threads(t);
+                out[1].dims[0] = (int64_t)ws - (mode == 2);
+                for (int64_t i = 0; i < ny; i++)
+                    got[i] = NAN;
+                tcrt_status s = mode == 1 ? tcrt_ref_conv2d(in, n_in, out, 1, &p)
+                                          : tcrt_fast_conv2d(in, n_in, out, 2, &p);
+                ck_assert_int_eq(s, TCRT_OK);
+                for (int64_t i = 0; i < ny; i++)
+                    ck_assert_msg(fabsf(got[i] - ref[i]) <= tol * (1 + fabsf(ref[i])),
+                                  "%s (%s, %s, %d threads) [%lld]: got %.7g want %.7g", name,
+                                  mode == 1   ? "reference"
+                                  : mode == 2 ? "short workspace"
+                                              : "fast",
+                                  isa_name(isa), t, (long long)i, got[i], ref[i]);
+            }
+            tcrt_kern_force_isa(prev);
+        }
+    tcrt_set_threads(1);
+    free(out[1].data), free(f), free(x), free(we), free(be), free(wd), free(bd), free(res), free(e), free(ref),
+        free(got);
+}
+
+START_TEST(conv_expand_dw)
+{
+    static const struct {
+        const char *name;
+        ExpCase c;
+    } cases[] = {
+        /* n  h   w  ci  ce kh kw sh sw dh dw pt pl pb pr eact act res */
+        {"mobilenet s1", {1, 9, 20, 16, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TCRT_ACT_RELU6, TCRT_ACT_RELU6, false}},
+        {"mobilenet s2 (TF SAME)",
+         {1, 10, 17, 24, 40, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, TCRT_ACT_RELU6, TCRT_ACT_RELU6, false}},
+        {"5x5 residual", {2, 7, 11, 17, 100, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, TCRT_ACT_LEAKY, TCRT_ACT_NONE, true}},
+        {"valid, cin 3, ce 20", {1, 6, 9, 3, 20, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, TCRT_ACT_NONE, TCRT_ACT_RELU, false}},
+        {"dilation 2, asym pads",
+         {1, 8, 12, 8, 24, 3, 3, 1, 2, 2, 1, 2, 0, 1, 2, TCRT_ACT_RELU, TCRT_ACT_LEAKY, true}},
+        {"3x1, stride 3 skips rows",
+         {1, 11, 5, 5, 33, 1, 3, 3, 1, 1, 1, 0, 1, 0, 1, TCRT_ACT_RELU6, TCRT_ACT_NONE, false}},
+        {"one row", {1, 1, 7, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TCRT_ACT_RELU6, TCRT_ACT_RELU6, true}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_exp(&cases[i].c, cases[i].name);
+}
+END_TEST
+
 /* tcrt_fast_conv2d_transpose against tcrt_ref_conv2d_transpose (which sums in
  * double): 2x2 stride-2 upsampling (meet's head), 3x3 stride 1 and 2 with
  * pads and odd output sizes (taps that miss), dilation 2, Cdy 1, 16, 19 (8-lane
@@ -629,6 +754,7 @@ int main(void)
     tcase_add_test(tc, conv_cases);
     tcase_add_test(tc, conv_random);
     tcase_add_test(tc, conv_winograd);
+    tcase_add_test(tc, conv_expand_dw);
     tcase_add_test(tc, conv_transpose_fast);
     tcase_add_test(tc, conv_narrow);
     tcase_add_test(tc, conv_unpacked_residual);
