@@ -231,7 +231,10 @@ static IrNode *expansion_of(const IrGraph *g, const IrNode *n)
             return NULL;
     if (ir_use_count(g, e) != 1 || y->rank != 4)
         return NULL;
-    int64_t ce = ex->dims[3], ring = ((w->dims[0] - 1) * p[TCRT_CONV_DH] + 1) * ex->dims[2] * ce * 4;
+    int64_t ce = ex->dims[3], span = (w->dims[0] - 1) * p[TCRT_CONV_DH] + 1, rows = 1;
+    while (rows < span) /* the kernel's ring: the window's span rounded up to a power of two */
+        rows *= 2;
+    int64_t ring = rows * ex->dims[2] * ce * 4;
     if (ex->dims[0] * ex->dims[1] * ex->dims[2] * ce * 4 < DWX_MIN_BYTES || ex->dims[2] < DWX_MIN_W ||
         ring > DWX_MAX_RING)
         return NULL;

@@ -127,6 +127,9 @@ void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const
 /* The fused expansion + depthwise conv (TCRT_CONV_PACK_EXPAND,
  * fast_pool.c): workspace bytes and the kernel (reference fallback for
  * what it does not handle or a too small workspace). */
+/* Rows of its ring of expanded rows: the window's span (kh-1)*dh+1 rounded
+ * up to a power of two (passes/pack.c sizes it too). */
+int64_t tcrt_dwexp_ring_rows(int64_t kh, int64_t dh);
 size_t tcrt_dwexp_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
 tcrt_status tcrt_dwexp_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 

@@ -237,15 +237,17 @@ typedef struct Dw {
     int isa;                /* tcrt_kern_isa(): TCRT_ISA_AVX512 takes the 16-lane kernel */
     Rows rows;
     /* fused expansion (tcrt_dwexp_run): input row ih is row ih % ring_n of
-     * ring (W*C floats each), not a row of x; NULL: of x */
+     * ring (W*C floats each; ring_n a power of two), not a row of x; NULL:
+     * of x */
     const float *ring;
     int64_t ring_n;
 } Dw;
 
-/* Input row ih of the image at xn. */
+/* Input row ih of the image at xn (the ring slot by a mask, not a division
+ * per tap). */
 static inline const float *dw_xrow(const Dw *d, const float *xn, int64_t ih)
 {
-    return d->ring ? d->ring + ih % d->ring_n * d->W * d->C : xn + ih * d->W * d->C;
+    return d->ring ? d->ring + (ih & (d->ring_n - 1)) * d->W * d->C : xn + ih * d->W * d->C;
 }
 
 /* The multiplier-1 row kernel (fast_pool_dw.h) for 8 lanes (any target)
@@ -428,7 +430,8 @@ tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_ten
 
 /* Each task does a band of output rows of one image: per output row it
  * expands the rows of its window's span that the band has not made yet
- * (1x1 packed conv, tcrt_pconv_rows) into a ring of (KH-1)*DH+1 rows of
+ * (1x1 packed conv, tcrt_pconv_rows) into a ring of rows (the window's
+ * span (KH-1)*DH+1 rounded up to a power of two, tcrt_dwexp_ring_rows) of
  * W*Ce floats, then runs the depthwise row kernel on the ring.  The
  * expanded tensor never exists whole: each row is made once per band (the
  * rows two bands share are made by both) and read from L2.  At most
@@ -493,9 +496,17 @@ static bool dwexp_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, 
     d->bias = (const float *)in[2].data;
     d->res = n_in == 4 ? (const float *)in[3].data : NULL;
     d->y = (float *)out->data;
-    d->ring_n = (d->KH - 1) * d->dh + 1;
+    d->ring_n = tcrt_dwexp_ring_rows(d->KH, d->dh);
     e->slot = round16f(d->ring_n * d->W * d->C);
     return true;
+}
+
+int64_t tcrt_dwexp_ring_rows(int64_t kh, int64_t dh)
+{
+    int64_t span = (kh - 1) * dh + 1, n = 1;
+    while (n < span && n < ((int64_t)1 << 40))
+        n *= 2;
+    return n;
 }
 
 size_t tcrt_dwexp_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
@@ -526,7 +537,7 @@ static void dwexp_task(void *ctx, int64_t task, int tid)
         int64_t first = base + k0 * d.dh, last = base + (k1 - 1) * d.dh;
         for (int64_t ih = made + 1 > first ? made + 1 : first; ih <= last && k1 > k0; ih++)
             tcrt_pconv_rows(e->x + (n * d.H + ih) * d.W * e->CI, d.W, e->CI, e->we, e->be, d.C, (int)e->eact,
-                            e->ealpha, ring + ih % d.ring_n * d.W * d.C);
+                            e->ealpha, ring + (ih & (d.ring_n - 1)) * d.W * d.C);
         if (k1 > k0 && last > made)
             made = last;
         dw_row_m1(&d, n, oh, k0, k1);
