@@ -362,20 +362,24 @@ bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
     /* Packed weights (passes/pack): [ceil(Cout/16),KH,KW,Cin,16] seen as HWIO
      * [KH,KW,Cin,Cout] for the checks below. */
     IrShape wv = {0}, xv = {0};
-    if (p[TCRT_CONV_PACKED] == TCRT_CONV_PACK_EXPAND) {
-        /* a fused expansion + depthwise conv: checked as the depthwise conv
-         * of the expanded [N,H,W,Ce] input with filter [KH,KW,Ce,1] */
-        int64_t ce = p[TCRT_CONV_COUT], kh = p[TCRT_CONV_KH], kw = p[TCRT_CONV_KW];
-        int64_t want = x->rank == 4 && ce > 0 && kh > 0 && kw > 0
-                           ? tcrt_conv_expand_floats(x->dims[3], ce, kh, kw, NULL, NULL)
-                           : 0;
-        if (!p[TCRT_CONV_DEPTHWISE] || w->rank != 1 || want <= 0 || w->dims[0] != want)
+    int64_t proj_cout = 0;
+    if (p[TCRT_CONV_PACKED] == TCRT_CONV_PACK_DWBLOCK) {
+        /* a depthwise conv with fused 1x1 convs: checked as the depthwise
+         * conv of the [N,H,W,Ce] input (expanded, or x) with filter
+         * [KH,KW,Ce,1]; the output has Co channels with a projection */
+        int64_t fuse = p[TCRT_CONV_FUSE], ce = p[TCRT_CONV_COUT], kh = p[TCRT_CONV_KH], kw = p[TCRT_CONV_KW];
+        int64_t co = p[TCRT_CONV_PCOUT];
+        int64_t want = x->rank == 4 ? tcrt_conv_dwblock_floats(fuse, x->dims[3], ce, kh, kw, co, NULL) : 0;
+        if (!p[TCRT_CONV_DEPTHWISE] || w->rank != 1 || want <= 0 || w->dims[0] != want ||
+            (!(fuse & TCRT_FUSE_EXPAND) && x->dims[3] != ce))
             return ir_node_errorf(st, n,
-                                  "fused expansion filter %s does not fit input %s, %lld expanded "
-                                  "channels and a %lldx%lld window",
-                                  SH(w), SH(x), (long long)ce, (long long)kh, (long long)kw);
-        if (!check_act(n, p[TCRT_CONV_EACT], st))
+                                  "fused depthwise filter %s does not fit input %s with fuse bits %lld, %lld "
+                                  "depthwise channels, a %lldx%lld window and %lld projected channels",
+                                  SH(w), SH(x), (long long)fuse, (long long)ce, (long long)kh, (long long)kw,
+                                  (long long)co);
+        if (!check_act(n, p[TCRT_CONV_EACT], st) || !check_act(n, p[TCRT_CONV_PACT], st))
             return false;
+        proj_cout = fuse & TCRT_FUSE_PROJECT ? co : 0;
         xv = *x;
         xv.dims[3] = ce;
         x = &xv;
@@ -441,7 +445,7 @@ bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
     o.dims[0] = x->dims[0];
     o.dims[1] = oh;
     o.dims[2] = ow;
-    o.dims[3] = cout;
+    o.dims[3] = proj_cout > 0 ? proj_cout : cout;
     if (n->n_inputs == 4 && !ir_shape_eq(in_s(n, 3), &o))
         return ir_node_errorf(st, n, "residual shape %s does not match the output %s", SH(in_s(n, 3)),
                               SH(&o));

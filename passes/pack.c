@@ -192,110 +192,201 @@ static PassResult pack_convs(IrGraph *g, PassCtx *cx, bool wino)
     return changed ? PASS_CHANGED : PASS_SAME;
 }
 
-/* ---- dwexpand ---- */
+/* ---- dwfuse ---- */
 
-/* Limits (measured, docs/performance.md): the expanded tensor at least
- * DWX_MIN_BYTES (smaller ones stay in cache between the two kernels and the
- * row-wise expansion's short tiles lose), rows at least DWX_MIN_W pixels,
- * and the ring of expanded rows at most DWX_MAX_RING bytes (it stays in
- * L2). */
-enum { DWX_MIN_BYTES = 512 << 10, DWX_MIN_W = 16, DWX_MAX_RING = 256 << 10 };
+/* Limits (measured, docs/performance.md): an expansion is fused when the
+ * expanded tensor is at least DWF_EXP_MIN_BYTES (smaller ones stay in cache
+ * between the two kernels, and the row-wise expansion's short tiles lose),
+ * its rows at least DWF_MIN_W pixels, and the ring of expanded rows at
+ * most DWF_MAX_RING bytes (it stays in L2); a projection when the
+ * depthwise output is at least DWF_PROJ_MIN_BYTES with rows of at least
+ * DWF_MIN_W pixels. */
+enum { DWF_EXP_MIN_BYTES = 512 << 10, DWF_PROJ_MIN_BYTES = 512 << 10, DWF_MIN_W = 16, DWF_MAX_RING = 256 << 10 };
 
 static bool is_const_f32(IrValue v)
 {
     return v.node && v.node->op == OP_CONST && v.node->data && v.node->out[0].type.dtype == TCRT_F32;
 }
 
-/* The expansion conv feeding depthwise conv n that dwexpand fuses, or NULL. */
-static IrNode *expansion_of(const IrGraph *g, const IrNode *n)
+static bool same_device(const IrNode *a, const IrNode *b)
+{
+    return (a->device == NULL) == (b->device == NULL) && (!a->device || strcmp(a->device, b->device) == 0);
+}
+
+/* A packed 1x1 stride-1 unpadded f32 conv with constant weights and bias
+ * and no residual (unless res_ok), on a CPU. */
+static bool is_pointwise(const IrNode *e, bool res_ok)
+{
+    const int64_t *q = e->p.i;
+    if (e->op != OP_CONV2D || e->n_inputs < 3 || e->n_inputs > (res_ok ? 4 : 3) || e->n_ctrl ||
+        e->out[0].type.dtype != TCRT_F32 || on_accelerator(e) || q[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT ||
+        q[TCRT_CONV_DEPTHWISE] || !is_const_f32(e->inputs[1]) || !is_const_f32(e->inputs[2]))
+        return false;
+    const IrShape *ew = &ir_value_type(e->inputs[1])->shape;
+    return ew->rank == 5 && ew->dims[1] == 1 && ew->dims[2] == 1 && q[TCRT_CONV_SH] == 1 && q[TCRT_CONV_SW] == 1 &&
+           !q[TCRT_CONV_PT] && !q[TCRT_CONV_PL] && !q[TCRT_CONV_PB] && !q[TCRT_CONV_PR];
+}
+
+/* A plain f32 depthwise conv (multiplier 1, constant filter, a bias, no
+ * residual) on a CPU: the center of a fused block. */
+static bool is_plain_dw(const IrNode *n)
 {
     const int64_t *p = n->p.i;
-    if (n->op != OP_CONV2D || !p[TCRT_CONV_DEPTHWISE] || p[TCRT_CONV_PACKED] || n->n_inputs < 3 ||
+    if (n->op != OP_CONV2D || !p[TCRT_CONV_DEPTHWISE] || p[TCRT_CONV_PACKED] || n->n_inputs != 3 || n->n_ctrl ||
         n->out[0].type.dtype != TCRT_F32 || !is_const_f32(n->inputs[1]) || on_accelerator(n))
+        return false;
+    const IrShape *w = &ir_value_type(n->inputs[1])->shape;
+    return w->rank == 4 && w->dims[3] == 1;
+}
+
+/* The expansion conv feeding depthwise conv n that dwfuse fuses, or NULL. */
+static IrNode *expansion_of(const IrGraph *g, const IrNode *n)
+{
+    if (!is_plain_dw(n))
         return NULL;
-    const IrShape *w = &ir_value_type(n->inputs[1])->shape, *y = &n->out[0].type.shape;
     IrNode *e = n->inputs[0].node;
-    if (w->rank != 4 || w->dims[3] != 1 || !e || e->op != OP_CONV2D || e->n_inputs != 3 || e->n_ctrl ||
-        e->out[0].type.dtype != TCRT_F32 || on_accelerator(e) || (e->device == NULL) != (n->device == NULL) ||
-        (e->device && strcmp(e->device, n->device) != 0))
+    if (!e || !is_pointwise(e, false) || !same_device(e, n) || n->inputs[2].node == e || ir_use_count(g, e) != 1)
         return NULL;
-    const int64_t *q = e->p.i;
-    const IrShape *ew = &ir_value_type(e->inputs[1])->shape, *ex = &e->out[0].type.shape;
-    if (q[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT || q[TCRT_CONV_DEPTHWISE] || ew->rank != 5 ||
-        ew->dims[1] != 1 || ew->dims[2] != 1 || q[TCRT_CONV_SH] != 1 || q[TCRT_CONV_SW] != 1 ||
-        q[TCRT_CONV_PT] || q[TCRT_CONV_PL] || q[TCRT_CONV_PB] || q[TCRT_CONV_PR] ||
-        !is_const_f32(e->inputs[1]) || !is_const_f32(e->inputs[2]) || ex->rank != 4)
-        return NULL;
-    for (int k = 1; k < n->n_inputs; k++) /* e feeds n once, as its input */
-        if (n->inputs[k].node == e)
-            return NULL;
-    if (ir_use_count(g, e) != 1 || y->rank != 4)
-        return NULL;
-    int64_t ce = ex->dims[3], span = (w->dims[0] - 1) * p[TCRT_CONV_DH] + 1, rows = 1;
+    const IrShape *w = &ir_value_type(n->inputs[1])->shape, *ex = &e->out[0].type.shape;
+    int64_t ce = ex->dims[3], span = (w->dims[0] - 1) * n->p.i[TCRT_CONV_DH] + 1, rows = 1;
     while (rows < span) /* the kernel's ring: the window's span rounded up to a power of two */
         rows *= 2;
-    int64_t ring = rows * ex->dims[2] * ce * 4;
-    if (ex->dims[0] * ex->dims[1] * ex->dims[2] * ce * 4 < DWX_MIN_BYTES || ex->dims[2] < DWX_MIN_W ||
-        ring > DWX_MAX_RING)
+    if (ex->rank != 4 || ex->dims[0] * ex->dims[1] * ex->dims[2] * ce * 4 < DWF_EXP_MIN_BYTES ||
+        ex->dims[2] < DWF_MIN_W || rows * ex->dims[2] * ce * 4 > DWF_MAX_RING)
         return NULL;
     return e;
 }
 
-PassResult pass_dwexpand(IrGraph *g, PassCtx *cx)
+/* The depthwise conv (plain, or fused without a projection) feeding 1x1
+ * conv c that dwfuse fuses it into, or NULL. */
+static IrNode *depthwise_of(const IrGraph *g, const IrNode *c)
+{
+    if (!is_pointwise(c, true))
+        return NULL;
+    IrNode *d = c->inputs[0].node;
+    if (!d || !same_device(d, c) || ir_use_count(g, d) != 1 || (c->n_inputs == 4 && c->inputs[3].node == d))
+        return NULL;
+    bool fused = d->op == OP_CONV2D && d->p.i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_DWBLOCK &&
+                 d->p.i[TCRT_CONV_FUSE] == TCRT_FUSE_EXPAND && d->n_inputs == 3 && !d->n_ctrl &&
+                 is_const_f32(d->inputs[1]);
+    if (!fused && !is_plain_dw(d))
+        return NULL;
+    const IrShape *y = &d->out[0].type.shape;
+    if (y->rank != 4 || y->dims[0] * y->dims[1] * y->dims[2] * y->dims[3] * 4 < DWF_PROJ_MIN_BYTES ||
+        y->dims[2] < DWF_MIN_W)
+        return NULL;
+    return d;
+}
+
+/* Replaces `last` (whose uses move to the new node) by a DWBLOCK conv of
+ * input x with the fused filter vector parts[], the depthwise bias, the
+ * optional residual and params p: 1 when it did, 0 when the sizes do not
+ * allow it (left as it is), -1 on an error (in cx->st). */
+static int emit_block(IrGraph *g, PassCtx *cx, IrNode *last, IrValue x, const float *const parts[TCRT_DWB_PARTS],
+                       IrValue bias, const IrValue *res, IrParams *p)
+{
+    int64_t off[TCRT_DWB_PARTS], ci = ir_value_type(x)->shape.dims[3];
+    const int64_t *q = p->i;
+    int64_t floats = tcrt_conv_dwblock_floats(q[TCRT_CONV_FUSE], ci, q[TCRT_CONV_COUT], q[TCRT_CONV_KH],
+                                              q[TCRT_CONV_KW], q[TCRT_CONV_PCOUT], off);
+    if (floats <= 0 || (uint64_t)floats > SIZE_MAX / sizeof(float))
+        return 0;
+    float *buf = arena_alloc_align(&cx->scratch, (size_t)floats * sizeof(float), 64);
+    if (!buf) {
+        st_errorf(cx->st, ST_NOMEM, "dwfuse: out of memory");
+        return -1;
+    }
+    for (int k = 0; k < TCRT_DWB_PARTS; k++) {
+        int64_t end = k + 1 < TCRT_DWB_PARTS ? off[k + 1] : floats;
+        if (end > off[k])
+            memcpy(buf + off[k], parts[k], (size_t)(end - off[k]) * sizeof(float));
+    }
+    IrShape bs = ir_shape_make(1, (int64_t[]){floats});
+    const char *o = g->cur_origin, *oo = g->cur_origin_op;
+    g->cur_origin = last->origin;
+    g->cur_origin_op = last->origin_op;
+    IrValue blob = ir_const(g, TCRT_F32, &bs, buf, cx->st);
+    IrValue in[4] = {x, blob, bias, res ? *res : (IrValue){NULL, 0}};
+    p->i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_DWBLOCK;
+    IrNode *c = blob.node ? ir_emit(g, OP_CONV2D, in, res ? 4 : 3, p, NULL, cx->st) : NULL;
+    g->cur_origin = o;
+    g->cur_origin_op = oo;
+    if (!c)
+        return -1;
+    c->device = last->device;
+    ir_replace_uses(g, (IrValue){last, 0}, (IrValue){c, 0});
+    return 1;
+}
+
+/* Marks dead the nodes and (now unused) constants of a fused block. */
+static void kill_fused(IrGraph *g, IrNode *const *nodes, int n)
+{
+    for (int i = 0; i < n; i++)
+        nodes[i]->dead = true;
+    for (int i = 0; i < n; i++)
+        for (int k = 1; k < nodes[i]->n_inputs; k++) {
+            IrNode *w = nodes[i]->inputs[k].node;
+            if (w->op == OP_CONST && !w->dead && ir_use_count(g, w) == 0)
+                w->dead = true;
+        }
+}
+
+PassResult pass_dwfuse(IrGraph *g, PassCtx *cx)
 {
     bool changed = false, fold = g->fold_on_build;
     g->fold_on_build = false;
-    int n_nodes = g->n_nodes;
-    for (int i = 0; i < n_nodes && st_ok(cx->st); i++) {
-        IrNode *n = g->nodes[i], *e;
-        if (n->dead || !(e = expansion_of(g, n)))
-            continue;
-        const IrShape *w = &ir_value_type(n->inputs[1])->shape;
-        int64_t ci = ir_value_type(e->inputs[0])->shape.dims[3], ce = e->out[0].type.shape.dims[3];
-        int64_t kh = w->dims[0], kw = w->dims[1], be_off, dw_off;
-        int64_t floats = tcrt_conv_expand_floats(ci, ce, kh, kw, &be_off, &dw_off);
-        if (floats <= 0 || (uint64_t)floats > SIZE_MAX / sizeof(float))
-            continue;
-        float *buf = arena_alloc_align(&cx->scratch, (size_t)floats * sizeof(float), 64);
-        if (!buf) {
-            st_errorf(cx->st, ST_NOMEM, "dwexpand: out of memory");
-            break;
+    /* expansions first, then projections (of plain or expanded depthwise convs) */
+    for (int round = 0; round < 2 && st_ok(cx->st); round++) {
+        int n_nodes = g->n_nodes;
+        for (int i = 0; i < n_nodes && st_ok(cx->st); i++) {
+            IrNode *n = g->nodes[i], *e, *d;
+            if (n->dead)
+                continue;
+            int r = 0;
+            if (round == 0 && (e = expansion_of(g, n))) {
+                const IrShape *w = &ir_value_type(n->inputs[1])->shape;
+                IrParams p = n->p;
+                p.i[TCRT_CONV_FUSE] = TCRT_FUSE_EXPAND;
+                p.i[TCRT_CONV_COUT] = e->out[0].type.shape.dims[3];
+                p.i[TCRT_CONV_KH] = w->dims[0];
+                p.i[TCRT_CONV_KW] = w->dims[1];
+                p.i[TCRT_CONV_EACT] = e->p.i[TCRT_CONV_ACT];
+                p.f[1] = e->p.f[0];
+                const float *parts[TCRT_DWB_PARTS] = {e->inputs[1].node->data, e->inputs[2].node->data,
+                                                      n->inputs[1].node->data, NULL, NULL};
+                if ((r = emit_block(g, cx, n, e->inputs[0], parts, n->inputs[2], NULL, &p)) > 0)
+                    kill_fused(g, (IrNode *[]){n, e}, 2);
+            } else if (round == 1 && (d = depthwise_of(g, n))) {
+                /* n is the projection; d the plain or expanded depthwise conv */
+                bool fused = d->p.i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_DWBLOCK;
+                const IrShape *w = &ir_value_type(d->inputs[1])->shape;
+                IrParams p = d->p;
+                int64_t off[TCRT_DWB_PARTS] = {0};
+                if (fused) {
+                    tcrt_conv_dwblock_floats(TCRT_FUSE_EXPAND, ir_value_type(d->inputs[0])->shape.dims[3],
+                                             p.i[TCRT_CONV_COUT], p.i[TCRT_CONV_KH], p.i[TCRT_CONV_KW], 0, off);
+                } else {
+                    p.i[TCRT_CONV_COUT] = w->dims[2];
+                    p.i[TCRT_CONV_KH] = w->dims[0];
+                    p.i[TCRT_CONV_KW] = w->dims[1];
+                }
+                p.i[TCRT_CONV_FUSE] = (fused ? TCRT_FUSE_EXPAND : 0) | TCRT_FUSE_PROJECT;
+                p.i[TCRT_CONV_PCOUT] = n->out[0].type.shape.dims[3];
+                p.i[TCRT_CONV_PACT] = n->p.i[TCRT_CONV_ACT];
+                p.f[2] = n->p.f[0];
+                const float *dv = d->inputs[1].node->data;
+                const float *parts[TCRT_DWB_PARTS] = {fused ? dv + off[TCRT_DWB_WE] : NULL,
+                                                      fused ? dv + off[TCRT_DWB_BE] : NULL,
+                                                      fused ? dv + off[TCRT_DWB_WD] : dv, n->inputs[1].node->data,
+                                                      n->inputs[2].node->data};
+                if ((r = emit_block(g, cx, n, d->inputs[0], parts, d->inputs[2], n->n_inputs == 4 ? &n->inputs[3] : NULL,
+                                    &p)) > 0)
+                    kill_fused(g, (IrNode *[]){n, d}, 2);
+            }
+            if (r < 0)
+                break;
+            changed |= r > 0;
         }
-        memcpy(buf, e->inputs[1].node->data, (size_t)be_off * sizeof(float));
-        memcpy(buf + be_off, e->inputs[2].node->data, (size_t)ce * sizeof(float));
-        memcpy(buf + dw_off, n->inputs[1].node->data, (size_t)(kh * kw * ce) * sizeof(float));
-        IrShape bs = ir_shape_make(1, (int64_t[]){floats});
-        const char *o = g->cur_origin, *oo = g->cur_origin_op;
-        g->cur_origin = n->origin;
-        g->cur_origin_op = n->origin_op;
-        IrValue blob = ir_const(g, TCRT_F32, &bs, buf, cx->st);
-        IrValue in[4];
-        memcpy(in, n->inputs, sizeof(IrValue) * (size_t)n->n_inputs);
-        in[0] = e->inputs[0];
-        in[1] = blob;
-        IrParams p = n->p;
-        p.i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_EXPAND;
-        p.i[TCRT_CONV_COUT] = ce;
-        p.i[TCRT_CONV_KH] = kh;
-        p.i[TCRT_CONV_KW] = kw;
-        p.i[TCRT_CONV_EACT] = e->p.i[TCRT_CONV_ACT];
-        p.f[1] = e->p.f[0];
-        IrNode *c = blob.node ? ir_emit(g, OP_CONV2D, in, n->n_inputs, &p, NULL, cx->st) : NULL;
-        g->cur_origin = o;
-        g->cur_origin_op = oo;
-        if (!c)
-            break;
-        c->device = n->device;
-        c->ctrl = n->ctrl;
-        c->n_ctrl = n->n_ctrl;
-        ir_replace_uses(g, (IrValue){n, 0}, (IrValue){c, 0});
-        n->dead = true;
-        e->dead = true;
-        IrNode *old[3] = {n->inputs[1].node, e->inputs[1].node, e->inputs[2].node};
-        for (int k = 0; k < 3; k++) /* the weights now in the blob, unless used elsewhere */
-            if (ir_use_count(g, old[k]) == 0)
-                old[k]->dead = true;
-        changed = true;
     }
     g->fold_on_build = fold;
     if (!st_ok(cx->st))

@@ -64,11 +64,13 @@ PassResult pass_fuse(IrGraph *g, PassCtx *cx);
  * run faster that way. */
 PassResult pass_winograd(IrGraph *g, PassCtx *cx);
 PassResult pass_pack(IrGraph *g, PassCtx *cx);
-/* pack.c "dwexpand" (after pack): a packed 1x1 stride-1 conv whose only
- * user is an f32 depthwise conv (multiplier 1) becomes part of it
- * (TCRT_CONV_PACK_EXPAND: the expanded tensor is made row by row inside
- * the depthwise kernel), where the expanded tensor is large. */
-PassResult pass_dwexpand(IrGraph *g, PassCtx *cx);
+/* pack.c "dwfuse" (after pack): a packed 1x1 stride-1 conv whose only user
+ * is an f32 depthwise conv (multiplier 1) becomes part of it, and so does a
+ * packed 1x1 conv that is the only user of a depthwise conv
+ * (TCRT_CONV_PACK_DWBLOCK: the expanded tensor is made row by row inside the
+ * depthwise kernel, the projection is applied to each depthwise output
+ * row), where the tensors not stored are large. */
+PassResult pass_dwfuse(IrGraph *g, PassCtx *cx);
 /* memplan.c: one arena; args and results pinned, intermediates reuse dead
  * buffers (greedy best fit in schedule order); CONST data gets offsets in the
  * weights blob; CONV2D workspaces sized by tcrt_fast_conv2d_workspace.

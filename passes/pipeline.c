@@ -39,7 +39,7 @@ static const PassInfo pipeline[] = {
     {"fuse", pass_fuse, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"winograd", pass_winograd, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"pack", pass_pack, REQ_TOPO | REQ_SHAPES, INV_PLAN},
-    {"dwexpand", pass_dwexpand, REQ_TOPO | REQ_SHAPES, INV_PLAN},
+    {"dwfuse", pass_dwfuse, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"memplan", pass_memplan, REQ_TOPO | REQ_SHAPES, INV_NONE},
 };
 

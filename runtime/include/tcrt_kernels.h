@@ -57,17 +57,24 @@ enum {
      * F(2x2,3x3) (F(4x4,3x3)) filter U = G g G^T of tcrt_pack_conv_wino
      * ([ceil(Cout/16), a, a, Cin, 16], a = 4 (6)). */
     TCRT_CONV_PACK_DIRECT = 1, TCRT_CONV_PACK_WINO = 2, TCRT_CONV_PACK_WINO4 = 3,
-    /* TCRT_CONV_PACK_EXPAND (passes/pack.c "dwexpand"): a 1x1 expansion conv
-     * fused into the depthwise conv (multiplier 1) that consumes it,
-     * y = act(dw(e) + bias[ + residual]), e = eact(x * we + be) with Ce =
-     * TCRT_CONV_COUT channels, never stored whole.  TCRT_CONV_DEPTHWISE is 1;
-     * the strides, dilations, pads and act are the depthwise conv's;
-     * TCRT_CONV_KH/KW its window; TCRT_CONV_EACT the expansion's activation
-     * (f[1]: its leaky alpha).  w is one f32 vector (tcrt_conv_expand_floats):
-     * we packed by tcrt_pack_conv_weights as a 1x1 [1,1,Cin,Ce] filter
-     * (ceil(Ce/16)*Cin*16), then be [Ce], then the depthwise filter [KH,KW,Ce]. */
-    TCRT_CONV_PACK_EXPAND = 4,
-    TCRT_CONV_KH = 12, TCRT_CONV_KW = 13, TCRT_CONV_EACT = 14,
+    /* TCRT_CONV_PACK_DWBLOCK (passes/pack.c "dwfuse"): a depthwise conv
+     * (multiplier 1) with the 1x1 convs around it fused in, neither
+     * intermediate stored whole: the expansion before it (TCRT_CONV_FUSE bit
+     * TCRT_FUSE_EXPAND), e = eact(x * we + be) with Ce = TCRT_CONV_COUT
+     * channels (without it e = x), then d = act(dw(e) + bias), and the
+     * projection after it (bit TCRT_FUSE_PROJECT), y = pact(d * wp + bp[ +
+     * residual]) with Co = TCRT_CONV_PCOUT channels (without it y = act(dw(e)
+     * + bias[ + residual])).  TCRT_CONV_DEPTHWISE is 1; strides, dilations,
+     * pads and act are the depthwise conv's, TCRT_CONV_KH/KW its window;
+     * TCRT_CONV_EACT, TCRT_CONV_PACT the 1x1 convs' activations (f[1], f[2]:
+     * their leaky alphas).  w is one f32 vector of the parts present
+     * (tcrt_conv_dwblock_floats): we packed by tcrt_pack_conv_weights as a
+     * [1,1,Cin,Ce] filter, be [Ce], the depthwise filter [KH,KW,Ce], wp
+     * packed as a [1,1,Ce,Co] filter, bp [Co]. */
+    TCRT_CONV_PACK_DWBLOCK = 4,
+    TCRT_CONV_KH = 12, TCRT_CONV_KW = 13, TCRT_CONV_EACT = 14, TCRT_CONV_FUSE = 15, TCRT_CONV_PCOUT = 16,
+    TCRT_CONV_PACT = 17,
+    TCRT_FUSE_EXPAND = 1, TCRT_FUSE_PROJECT = 2,
     /* maxpool / avgpool: x NHWC; avg excludes padding from the count (TF SAME). */
     TCRT_POOL_KH = 0, TCRT_POOL_KW = 1, TCRT_POOL_SH = 2, TCRT_POOL_SW = 3,
     TCRT_POOL_PT = 4, TCRT_POOL_PL = 5, TCRT_POOL_PB = 6, TCRT_POOL_PR = 7,
@@ -238,12 +245,13 @@ void tcrt_pack_conv_weights(const float *hwio, int64_t kh, int64_t kw, int64_t c
  * G = I: L = [1 0 0 0; 0 1 -1 0; 0 0 0 1] (m = 2), [4 0 0 0 0 0;
  * 0 -3 3 0 0 0; 0 0 0 0 0 1] (m = 4) (ref_conv.c). */
 void tcrt_pack_conv_wino(const float *hwio, int64_t m, int64_t cin, int64_t cout, float *packed);
-/* Floats of a TCRT_CONV_PACK_EXPAND filter vector (0 on a bad or
- * overflowing size) and where its parts start: the packed expansion
- * weights at 0, be at *be_off, the depthwise filter at *dw_off (either
- * pointer may be NULL). */
-int64_t tcrt_conv_expand_floats(int64_t cin, int64_t ce, int64_t kh, int64_t kw, int64_t *be_off,
-                                int64_t *dw_off);
+/* Floats of a TCRT_CONV_PACK_DWBLOCK filter vector (0 on a bad or
+ * overflowing size, or fuse not 1..3) and, when off is not NULL, where its
+ * parts start (off[TCRT_DWB_*]; an absent part's offset is where it would
+ * go). */
+enum { TCRT_DWB_WE, TCRT_DWB_BE, TCRT_DWB_WD, TCRT_DWB_WP, TCRT_DWB_BP, TCRT_DWB_PARTS };
+int64_t tcrt_conv_dwblock_floats(int64_t fuse, int64_t cin, int64_t ce, int64_t kh, int64_t kw, int64_t co,
+                                 int64_t off[TCRT_DWB_PARTS]);
 
 #ifdef __cplusplus
 }

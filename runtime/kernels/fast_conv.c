@@ -202,20 +202,26 @@ static Kern pick_kernel(int isa)
     return k;
 }
 
-int64_t tcrt_conv_expand_floats(int64_t cin, int64_t ce, int64_t kh, int64_t kw, int64_t *be_off,
-                                int64_t *dw_off)
+int64_t tcrt_conv_dwblock_floats(int64_t fuse, int64_t cin, int64_t ce, int64_t kh, int64_t kw, int64_t co,
+                                 int64_t off[TCRT_DWB_PARTS])
 {
-    int64_t we = tcrt_conv_packed_floats(1, 1, cin, ce), dw = tcrt_conv_packed_floats(kh, kw, 1, ce);
-    if (we <= 0 || dw <= 0 || kh > INT64_MAX / kw || kh * kw > INT64_MAX / ce)
+    bool e = fuse & TCRT_FUSE_EXPAND, pr = fuse & TCRT_FUSE_PROJECT;
+    if (fuse < 1 || fuse > 3 || ce <= 0 || kh <= 0 || kw <= 0 || (e && cin <= 0) || (pr && co <= 0) ||
+        kh > INT64_MAX / kw || kh * kw > INT64_MAX / ce)
         return 0;
-    dw = kh * kw * ce; /* unpadded: [KH,KW,Ce] */
-    if (we > INT64_MAX - ce - dw)
+    int64_t size[TCRT_DWB_PARTS] = {e ? tcrt_conv_packed_floats(1, 1, cin, ce) : 0, e ? ce : 0, kh * kw * ce,
+                                    pr ? tcrt_conv_packed_floats(1, 1, ce, co) : 0, pr ? co : 0};
+    if ((e && size[TCRT_DWB_WE] <= 0) || (pr && size[TCRT_DWB_WP] <= 0))
         return 0;
-    if (be_off)
-        *be_off = we;
-    if (dw_off)
-        *dw_off = we + ce;
-    return we + ce + dw;
+    int64_t n = 0;
+    for (int k = 0; k < TCRT_DWB_PARTS; k++) {
+        if (off)
+            off[k] = n;
+        if (size[k] > INT64_MAX - n)
+            return 0;
+        n += size[k];
+    }
+    return n;
 }
 
 static int64_t div_up(int64_t a, int64_t b)
@@ -333,8 +339,8 @@ static size_t wino_ws_bytes(const PConv *g);
 
 size_t tcrt_pconv_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
 {
-    if (p && p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_EXPAND)
-        return tcrt_dwexp_workspace(in, n_in, out, p); /* fast_pool.c */
+    if (p && p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_DWBLOCK)
+        return tcrt_dwblock_workspace(in, n_in, out, p); /* fast_pool.c */
     PConv g;
     if (!pconv_geom(in, n_in, out, p, &g))
         return 0;
@@ -1216,7 +1222,7 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
 }
 
 void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const float *bias, int64_t O,
-                     int act, float alpha, float *y)
+                     int act, float alpha, const float *res, float *y)
 {
     Kern k = pick_kernel(tcrt_kern_isa());
     const float *ind[TCRT_KERN_MAX_MR];
@@ -1226,7 +1232,8 @@ void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const
             ind[r] = x + (p0 + (r < mr ? r : mr - 1)) * C;
         for (int64_t col0 = 0; col0 < O; col0 += k.nr) {
             int64_t nc = O - col0 < k.nr ? O - col0 : k.nr;
-            TcrtKernEpi e = {bias ? bias + col0 : NULL, NULL, O, act, alpha, false, false, NULL, 0};
+            TcrtKernEpi e = {bias ? bias + col0 : NULL, res ? res + p0 * O + col0 : NULL, O, act, alpha, false, false,
+                             NULL, 0};
             k.fn(mr, nc, 1, C, ind, w + col0 / TCRT_PACK_NR * C * TCRT_PACK_NR, C * TCRT_PACK_NR,
                  y + p0 * O + col0, O, &e);
         }
@@ -1235,8 +1242,8 @@ void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const
 
 tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
-    if (p && p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_EXPAND)
-        return tcrt_dwexp_run(in, n_in, out, n_out, p); /* fast_pool.c */
+    if (p && p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_DWBLOCK)
+        return tcrt_dwblock_run(in, n_in, out, n_out, p); /* fast_pool.c */
     PConv g;
     if (n_out < 1 || !pconv_geom(in, n_in, out, p, &g) || !g.x || !g.w || !g.y || (n_in >= 3 && !g.bias) ||
         (n_in == 4 && !g.res))

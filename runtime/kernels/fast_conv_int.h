@@ -118,20 +118,21 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
                            const tcrt_params *p);
 
 /* One 1x1 packed conv over n pixels on the calling thread:
- * y[p][0..O) (row stride O) = act(x[p][0..C) . w + bias), x's pixels C
- * floats apart, w packed as a [1,1,C,O] filter (tcrt_pack_conv_weights),
- * bias NULL or [O]; the micro-kernel of tcrt_kern_isa(), tile-major. */
+ * y[p][0..O) (row stride O) = act(x[p][0..C) . w + bias + res[p]), x's
+ * pixels C floats apart, w packed as a [1,1,C,O] filter
+ * (tcrt_pack_conv_weights), bias NULL or [O], res NULL or rows like y's;
+ * the micro-kernel of tcrt_kern_isa(), tile-major. */
 void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const float *bias, int64_t O,
-                     int act, float alpha, float *y);
+                     int act, float alpha, const float *res, float *y);
 
-/* The fused expansion + depthwise conv (TCRT_CONV_PACK_EXPAND,
- * fast_pool.c): workspace bytes and the kernel (reference fallback for
- * what it does not handle or a too small workspace). */
-/* Rows of its ring of expanded rows: the window's span (kh-1)*dh+1 rounded
- * up to a power of two (passes/pack.c sizes it too). */
-int64_t tcrt_dwexp_ring_rows(int64_t kh, int64_t dh);
-size_t tcrt_dwexp_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
-tcrt_status tcrt_dwexp_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+/* The depthwise conv with fused 1x1 convs (TCRT_CONV_PACK_DWBLOCK,
+ * fast_pool.c): workspace bytes, the kernel (reference fallback for what it
+ * does not handle or a too small workspace), and the rows of its ring of
+ * expanded rows: the window's span (kh-1)*dh+1 rounded up to a power of two
+ * (passes/pack.c sizes it too). */
+size_t tcrt_dwblock_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
+tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+int64_t tcrt_dwblock_ring_rows(int64_t kh, int64_t dh);
 
 /* GEMM for tcrt_fast_matmul: C[M,N] (row stride N) = act(A[M,K] (row stride
  * K) * op(B) + bias), B [K,N] or, when tb, [N,K]; B is packed into ws.

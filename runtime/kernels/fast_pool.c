@@ -236,11 +236,12 @@ typedef struct Dw {
     int64_t ow_in0, ow_in1; /* output columns whose taps all lie inside the input */
     int isa;                /* tcrt_kern_isa(): TCRT_ISA_AVX512 takes the 16-lane kernel */
     Rows rows;
-    /* fused expansion (tcrt_dwexp_run): input row ih is row ih % ring_n of
+    /* fused expansion (tcrt_dwblock_run): input row ih is row ih % ring_n of
      * ring (W*C floats each; ring_n a power of two), not a row of x; NULL:
      * of x */
     const float *ring;
     int64_t ring_n;
+    bool yrow; /* y holds output row oh only (tcrt_dwblock_run's projection) */
 } Dw;
 
 /* Input row ih of the image at xn (the ring slot by a mask, not a division
@@ -289,7 +290,7 @@ static void dw_row_m1(const Dw *d, int64_t n, int64_t oh, int64_t k0, int64_t k1
     dw_row_m18(d, n, oh, k0, k1, c, C);
     c = C - C % VL;
     const float *xn = d->x + n * d->H * d->W * C;
-    const int64_t ybase = ((n * d->OH + oh) * d->OW) * C;
+    const int64_t ybase = d->yrow ? 0 : ((n * d->OH + oh) * d->OW) * C;
     for (; c < C; c++)
         for (int64_t ow = 0; ow < d->OW; ow++) {
             float a = d->bias ? d->bias[c] : 0.0f;
@@ -426,39 +427,54 @@ tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_ten
     return TCRT_OK;
 }
 
-/* ---- fused expansion + depthwise convolution (TCRT_CONV_PACK_EXPAND) ---- */
+/* ---- depthwise convolution with fused 1x1 convs (TCRT_CONV_PACK_DWBLOCK) ---- */
 
-/* Each task does a band of output rows of one image: per output row it
- * expands the rows of its window's span that the band has not made yet
- * (1x1 packed conv, tcrt_pconv_rows) into a ring of rows (the window's
- * span (KH-1)*DH+1 rounded up to a power of two, tcrt_dwexp_ring_rows) of
- * W*Ce floats, then runs the depthwise row kernel on the ring.  The
- * expanded tensor never exists whole: each row is made once per band (the
- * rows two bands share are made by both) and read from L2.  At most
- * DWX_SLOTS threads take part, one ring each (the workspace is planned for
- * that many); bands: one per thread taking part. */
-enum { DWX_SLOTS = 4 };
+/* Each task does a band of output rows of one image.  With an expansion,
+ * per output row it expands the rows of its window's span that the band
+ * has not made yet (1x1 packed conv, tcrt_pconv_rows) into a ring of rows
+ * (the span (KH-1)*DH+1 rounded up to a power of two,
+ * tcrt_dwblock_ring_rows) of W*Ce floats, and the depthwise row kernel
+ * reads the ring: each expanded row is made once per band (rows two bands
+ * share are made by both) and read from L2.  With a projection, the
+ * depthwise row goes to a row buffer (OW*Ce floats) and the projection
+ * (tcrt_pconv_rows, with the residual) makes the output row from it.  At
+ * most DWB_SLOTS threads take part, one ring and row buffer each (the
+ * workspace is planned for that many); bands: one per thread taking part
+ * with an expansion (each band boundary costs a window's rows twice), else
+ * up to DWB_BANDS per thread. */
+enum { DWB_SLOTS = 4, DWB_BANDS = 4 };
 
-typedef struct DwExp {
+typedef struct DwBlock {
     Dw d;
-    const float *x, *we, *be; /* block input [N,H,W,CI], packed expansion weights, its bias */
-    int64_t CI, eact;
-    float ealpha;
-    float *rings; /* slot tid at rings + tid * slot */
-    int64_t slot, bands, per_band;
-} DwExp;
+    const float *x, *we, *be, *wp, *bp, *res; /* block input [N,H,W,CI]; expansion, projection; final residual */
+    float *y;                                 /* block output [N,OH,OW,CO] */
+    int64_t CI, CO, eact, pact;
+    float ealpha, palpha;
+    bool expand, project;
+    float *ws;                   /* per thread tid: ring then row buffer, at ws + tid * slot */
+    int64_t ring_floats, slot;   /* floats */
+    int64_t bands, per_band;
+} DwBlock;
 
 static int64_t round16f(int64_t n)
 {
     return (n + 15) / 16 * 16;
 }
 
-/* Fills e from the call (workspace aside); false when it is not a fused
- * conv this kernel handles. */
-static bool dwexp_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p, DwExp *e)
+int64_t tcrt_dwblock_ring_rows(int64_t kh, int64_t dh)
 {
-    memset(e, 0, sizeof *e);
-    if (!in || !out || !p || n_in < 3 || n_in > 4 || p->i[TCRT_CONV_PACKED] != TCRT_CONV_PACK_EXPAND ||
+    int64_t span = (kh - 1) * dh + 1, n = 1;
+    while (n < span && n < ((int64_t)1 << 40))
+        n *= 2;
+    return n;
+}
+
+/* Fills b from the call (pointers aside from the workspace); false when it
+ * is not a fused conv this kernel handles. */
+static bool dwblock_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p, DwBlock *b)
+{
+    memset(b, 0, sizeof *b);
+    if (!in || !out || !p || n_in < 3 || n_in > 4 || p->i[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DWBLOCK ||
         !p->i[TCRT_CONV_DEPTHWISE])
         return false;
     const tcrt_tensor *x = &in[0], *w = &in[1];
@@ -468,106 +484,118 @@ static bool dwexp_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, 
         ok = in[k].dtype == TCRT_F32;
     if (!ok)
         return false;
-    Dw *d = &e->d;
-    int64_t be_off, dw_off;
-    e->CI = x->dims[3];
+    Dw *d = &b->d;
+    int64_t off[TCRT_DWB_PARTS], fuse = p->i[TCRT_CONV_FUSE];
+    b->expand = fuse & TCRT_FUSE_EXPAND, b->project = fuse & TCRT_FUSE_PROJECT;
+    b->CI = x->dims[3], b->CO = p->i[TCRT_CONV_PCOUT];
     d->N = x->dims[0], d->H = x->dims[1], d->W = x->dims[2], d->C = p->i[TCRT_CONV_COUT];
     d->KH = p->i[TCRT_CONV_KH], d->KW = p->i[TCRT_CONV_KW], d->M = 1, d->O = d->C;
     d->OH = out->dims[1], d->OW = out->dims[2];
     d->sh = p->i[TCRT_CONV_SH], d->sw = p->i[TCRT_CONV_SW], d->dh = p->i[TCRT_CONV_DH],
     d->dw = p->i[TCRT_CONV_DW], d->pt = p->i[TCRT_CONV_PT], d->pl = p->i[TCRT_CONV_PL];
     d->act = p->i[TCRT_CONV_ACT], d->alpha = (float)p->f[0];
-    e->eact = p->i[TCRT_CONV_EACT], e->ealpha = (float)p->f[1];
-    ok = d->C > 0 && d->KH > 0 && d->KW > 0 && e->CI > 0 &&
-         tcrt_conv_expand_floats(e->CI, d->C, d->KH, d->KW, &be_off, &dw_off) == w->dims[0] && d->sh >= 1 &&
-         d->sw >= 1 && d->dh >= 1 && d->dw >= 1 && d->pt >= 0 && d->pl >= 0 && d->act >= TCRT_ACT_NONE &&
-         d->act <= TCRT_ACT_LEAKY && e->eact >= TCRT_ACT_NONE && e->eact <= TCRT_ACT_LEAKY &&
-         out->dims[0] == d->N && out->dims[3] == d->C && d->OH > 0 && d->OW > 0 && d->N > 0 && d->H > 0 &&
+    b->eact = p->i[TCRT_CONV_EACT], b->ealpha = (float)p->f[1];
+    b->pact = p->i[TCRT_CONV_PACT], b->palpha = (float)p->f[2];
+    int64_t cy = b->project ? b->CO : d->C;
+    ok = d->C > 0 && d->KH > 0 && d->KW > 0 && b->CI > 0 &&
+         tcrt_conv_dwblock_floats(fuse, b->CI, d->C, d->KH, d->KW, b->CO, off) == w->dims[0] &&
+         (b->expand || b->CI == d->C) && d->sh >= 1 && d->sw >= 1 && d->dh >= 1 && d->dw >= 1 && d->pt >= 0 &&
+         d->pl >= 0 && d->act >= TCRT_ACT_NONE && d->act <= TCRT_ACT_LEAKY && b->eact >= TCRT_ACT_NONE &&
+         b->eact <= TCRT_ACT_LEAKY && b->pact >= TCRT_ACT_NONE && b->pact <= TCRT_ACT_LEAKY &&
+         out->dims[0] == d->N && out->dims[3] == cy && d->OH > 0 && d->OW > 0 && d->N > 0 && d->H > 0 &&
          d->W > 0 && tcrt_tensor_count(&in[2]) == d->C;
     if (ok && n_in == 4)
         for (int k = 0; k < 4 && ok; k++)
             ok = in[3].rank == 4 && in[3].dims[k] == out->dims[k];
     if (!ok)
         return false;
-    e->x = (const float *)x->data;
-    e->we = (const float *)w->data;
-    e->be = e->we + be_off;
-    d->w = e->we + dw_off;
+    const float *wv = (const float *)w->data;
+    b->x = (const float *)x->data;
+    b->we = wv + off[TCRT_DWB_WE], b->be = wv + off[TCRT_DWB_BE];
+    b->wp = wv + off[TCRT_DWB_WP], b->bp = wv + off[TCRT_DWB_BP];
+    d->w = wv + off[TCRT_DWB_WD];
     d->bias = (const float *)in[2].data;
-    d->res = n_in == 4 ? (const float *)in[3].data : NULL;
-    d->y = (float *)out->data;
-    d->ring_n = tcrt_dwexp_ring_rows(d->KH, d->dh);
-    e->slot = round16f(d->ring_n * d->W * d->C);
+    b->res = n_in == 4 ? (const float *)in[3].data : NULL;
+    b->y = (float *)out->data;
+    /* the depthwise output: the block's (with its residual), or the row buffer */
+    d->x = b->x;
+    d->y = b->y;
+    d->res = b->project ? NULL : b->res;
+    d->yrow = b->project;
+    d->ring_n = b->expand ? tcrt_dwblock_ring_rows(d->KH, d->dh) : 0;
+    b->ring_floats = round16f(d->ring_n * d->W * d->C);
+    b->slot = b->ring_floats + (b->project ? round16f(d->OW * d->C) : 0);
     return true;
 }
 
-int64_t tcrt_dwexp_ring_rows(int64_t kh, int64_t dh)
+size_t tcrt_dwblock_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
 {
-    int64_t span = (kh - 1) * dh + 1, n = 1;
-    while (n < span && n < ((int64_t)1 << 40))
-        n *= 2;
-    return n;
-}
-
-size_t tcrt_dwexp_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
-{
-    DwExp e;
-    if (!dwexp_geom(in, n_in, out, p, &e))
+    DwBlock b;
+    if (!dwblock_geom(in, n_in, out, p, &b) || b.slot == 0)
         return 0;
-    return 64 + (size_t)DWX_SLOTS * (size_t)e.slot * sizeof(float);
+    return 64 + (size_t)DWB_SLOTS * (size_t)b.slot * sizeof(float);
 }
 
-static void dwexp_task(void *ctx, int64_t task, int tid)
+static void dwblock_task(void *ctx, int64_t task, int tid)
 {
-    const DwExp *e = ctx;
-    Dw d = e->d;
-    float *ring = e->rings + tid * e->slot;
-    d.ring = ring;
-    int64_t n = task / e->bands, oh0 = task % e->bands * e->per_band;
-    int64_t oh1 = oh0 + e->per_band < d.OH ? oh0 + e->per_band : d.OH, made = -1;
+    const DwBlock *b = ctx;
+    Dw d = b->d;
+    float *ring = b->ws + tid * b->slot, *row = ring + b->ring_floats;
+    d.ring = b->expand ? ring : NULL;
+    if (b->project)
+        d.y = row;
+    int64_t n = task / b->bands, oh0 = task % b->bands * b->per_band;
+    int64_t oh1 = oh0 + b->per_band < d.OH ? oh0 + b->per_band : d.OH, made = -1;
     for (int64_t oh = oh0; oh < oh1; oh++) {
         int64_t base = oh * d.sh - d.pt, k0 = 0, k1 = d.KH;
         while (k0 < k1 && base + k0 * d.dh < 0)
             k0++;
         while (k1 > k0 && base + (k1 - 1) * d.dh >= d.H)
             k1--;
-        /* every row of the window's span not made yet (a dilated window's
-         * gaps too: the next output rows read them); rows before the span
-         * are skipped (a stride longer than the span) */
-        int64_t first = base + k0 * d.dh, last = base + (k1 - 1) * d.dh;
-        for (int64_t ih = made + 1 > first ? made + 1 : first; ih <= last && k1 > k0; ih++)
-            tcrt_pconv_rows(e->x + (n * d.H + ih) * d.W * e->CI, d.W, e->CI, e->we, e->be, d.C, (int)e->eact,
-                            e->ealpha, ring + (ih & (d.ring_n - 1)) * d.W * d.C);
-        if (k1 > k0 && last > made)
-            made = last;
+        if (b->expand && k1 > k0) {
+            /* every row of the window's span not made yet (a dilated
+             * window's gaps too: the next output rows read them); rows
+             * before the span are skipped (a stride longer than the span) */
+            int64_t first = base + k0 * d.dh, last = base + (k1 - 1) * d.dh;
+            for (int64_t ih = made + 1 > first ? made + 1 : first; ih <= last; ih++)
+                tcrt_pconv_rows(b->x + (n * d.H + ih) * d.W * b->CI, d.W, b->CI, b->we, b->be, d.C, (int)b->eact,
+                                b->ealpha, NULL, ring + (ih & (d.ring_n - 1)) * d.W * d.C);
+            made = last > made ? last : made;
+        }
         dw_row_m1(&d, n, oh, k0, k1);
+        if (b->project) {
+            int64_t y0 = (n * d.OH + oh) * d.OW * b->CO;
+            tcrt_pconv_rows(row, d.OW, d.C, b->wp, b->bp, b->CO, (int)b->pact, b->palpha,
+                            b->res ? b->res + y0 : NULL, b->y + y0);
+        }
     }
 }
 
-tcrt_status tcrt_dwexp_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
-    DwExp e;
+    DwBlock b;
     if (n_out < 1)
         return tcrt_ref_conv2d(in, n_in, out, n_out, p);
-    if (n_out < 2 || !dwexp_geom(in, n_in, out, p, &e) || !e.x || !e.we || !e.d.bias || !e.d.y ||
-        (n_in == 4 && !e.d.res) || !out[1].data ||
-        (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < tcrt_dwexp_workspace(in, n_in, out, p))
+    if (n_out < 2 || !dwblock_geom(in, n_in, out, p, &b) || !b.x || !b.d.w || !b.d.bias || !b.y ||
+        (n_in == 4 && !b.res) || !out[1].data ||
+        (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < tcrt_dwblock_workspace(in, n_in, out, p))
         return tcrt_ref_conv2d(in, n_in, out, 1, p);
-    e.rings = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
-    e.d.isa = tcrt_kern_isa();
+    b.ws = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
+    b.d.isa = tcrt_kern_isa();
     /* interior columns, as tcrt_fast_depthwise_conv2d */
-    int64_t span = (e.d.KW - 1) * e.d.dw;
-    e.d.ow_in0 = (e.d.pl + e.d.sw - 1) / e.d.sw;
-    e.d.ow_in1 = e.d.W - 1 - span + e.d.pl < 0 ? 0 : (e.d.W - 1 - span + e.d.pl) / e.d.sw + 1;
-    if (e.d.ow_in1 > e.d.OW)
-        e.d.ow_in1 = e.d.OW;
-    if (e.d.ow_in1 < e.d.ow_in0)
-        e.d.ow_in1 = e.d.ow_in0;
+    int64_t span = (b.d.KW - 1) * b.d.dw;
+    b.d.ow_in0 = (b.d.pl + b.d.sw - 1) / b.d.sw;
+    b.d.ow_in1 = b.d.W - 1 - span + b.d.pl < 0 ? 0 : (b.d.W - 1 - span + b.d.pl) / b.d.sw + 1;
+    if (b.d.ow_in1 > b.d.OW)
+        b.d.ow_in1 = b.d.OW;
+    if (b.d.ow_in1 < b.d.ow_in0)
+        b.d.ow_in1 = b.d.ow_in0;
     int64_t slots = tcrt_get_threads();
-    slots = slots < 1 ? 1 : slots > DWX_SLOTS ? DWX_SLOTS : slots;
-    e.bands = slots > e.d.OH ? e.d.OH : slots;
-    e.per_band = (e.d.OH + e.bands - 1) / e.bands;
-    e.bands = (e.d.OH + e.per_band - 1) / e.per_band;
-    tcrt_parallel_tasks_max(e.d.N * e.bands, (int)slots, dwexp_task, &e);
+    slots = slots < 1 ? 1 : slots > DWB_SLOTS ? DWB_SLOTS : slots;
+    b.bands = b.expand || slots == 1 ? slots : slots * DWB_BANDS;
+    b.bands = b.bands > b.d.OH ? b.d.OH : b.bands;
+    b.per_band = (b.d.OH + b.bands - 1) / b.bands;
+    b.bands = (b.d.OH + b.per_band - 1) / b.per_band;
+    tcrt_parallel_tasks_max(b.d.N * b.bands, (int)slots, dwblock_task, &b);
     return TCRT_OK;
 }

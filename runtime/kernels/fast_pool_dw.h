@@ -202,7 +202,7 @@ static DW_ATTR void DW_FN(dw_row_m1)(const Dw *d, int64_t n, int64_t oh, int64_t
                                      int64_t c1)
 {
     const float *xn = d->x + n * d->H * d->W * d->C;
-    const int64_t ybase = (n * d->OH + oh) * d->OW * d->C;
+    const int64_t ybase = d->yrow ? 0 : (n * d->OH + oh) * d->OW * d->C;
     /* interior [in0, in1) within [0, OW) */
     const int64_t in0 = d->ow_in0 < d->OW ? d->ow_in0 : d->OW;
     const int64_t in1 = d->ow_in1 < in0 ? in0 : d->ow_in1 > d->OW ? d->OW : d->ow_in1;

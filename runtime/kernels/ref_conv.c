@@ -13,8 +13,8 @@
  * (((o/16*KH + kh)*KW + kw)*CI + ci)*16 + o%16.  Winograd-packed weights
  * (TCRT_CONV_PACK_WINO/WINO4, w [ceil(O/16),a,a,CI,16], a = 4/6, holding
  * U = G g G^T of a 3x3 filter): HWIO is read back as g = L U L^T (wino_tap).
- * A fused expansion + depthwise conv (TCRT_CONV_PACK_EXPAND): see
- * ref_conv2d_expand.
+ * A depthwise conv with fused 1x1 convs (TCRT_CONV_PACK_DWBLOCK): see
+ * ref_conv2d_dwblock.
  *
  * conv2d_transpose (TF Conv2DBackpropInput): in[0] dy [N,OH,OW,Cdy], in[1]
  * w [KH,KW,Cr,Cdy], out [N,H,W,Cr] given; params are the forward conv's.
@@ -131,57 +131,105 @@ WINO_TAP(double)
                     }                                                                                        \
     } while (0)
 
-/* TCRT_CONV_PACK_EXPAND (f32): y = act(dw(e) + bias[ + res]) with the
- * expanded value e(n,ih,iw,o) = eact(be[o] + sum_ci x[n,ih,iw,ci] *
- * we(ci,o)) recomputed for every tap in double (never rounded to f32 nor
- * stored), we read from its packed panel at (o/16*CI + ci)*16 + o%16. */
-static tcrt_status ref_conv2d_expand(const tcrt_tensor *in, int n_in, tcrt_tensor *out, const tcrt_params *p,
-                                     const ConvP *c)
+/* TCRT_CONV_PACK_DWBLOCK (f32), all in double, intermediates never
+ * rounded to f32 nor stored: the depthwise value d(n,oh,ow,c) = act(bias[c]
+ * + sum over taps of wd * e(n,ih,iw,c)), e = eact(be[c] + sum_ci x * we(ci,c))
+ * with an expansion (recomputed per tap), else x; with a projection y[o] =
+ * pact(bp[o] + sum_c d(c) * wp(c,o) + res), else y[c] = act(dw + bias[c] +
+ * res).  Packed 1x1 weights w(i,o) are read at (o/16*I + i)*16 + o%16. */
+typedef struct DwbRef {
+    const float *X, *WE, *BE, *WD, *B;
+    int64_t H, W, CI, CE, KH, KW, fuse, eact, act;
+    double ealpha, alpha;
+    const ConvP *c;
+} DwbRef;
+
+/* The depthwise conv's sum (before bias and act) at (n, oh, ow, ch). */
+static double dwb_sum(const DwbRef *r, int64_t n, int64_t oh, int64_t ow, int64_t ch)
 {
+    double acc = 0;
+    const float *we = r->WE + (ch / TCRT_PACK_NR) * r->CI * TCRT_PACK_NR + ch % TCRT_PACK_NR;
+    for (int64_t kh = 0; kh < r->KH; kh++) {
+        int64_t ih = oh * r->c->sh - r->c->pt + kh * r->c->dh;
+        if (ih < 0 || ih >= r->H)
+            continue;
+        for (int64_t kw = 0; kw < r->KW; kw++) {
+            int64_t iw = ow * r->c->sw - r->c->pl + kw * r->c->dw;
+            if (iw < 0 || iw >= r->W)
+                continue;
+            const float *xp = r->X + ((n * r->H + ih) * r->W + iw) * r->CI;
+            double e;
+            if (r->fuse & TCRT_FUSE_EXPAND) {
+                e = r->BE[ch];
+                for (int64_t ci = 0; ci < r->CI; ci++)
+                    e += (double)xp[ci] * (double)we[ci * TCRT_PACK_NR];
+                e = k_act(e, r->eact, r->ealpha);
+            } else {
+                e = xp[ch];
+            }
+            acc += e * (double)r->WD[(kh * r->KW + kw) * r->CE + ch];
+        }
+    }
+    return acc;
+}
+
+static tcrt_status ref_conv2d_dwblock(const tcrt_tensor *in, int n_in, tcrt_tensor *out, const tcrt_params *p,
+                                      const ConvP *c)
+{
+    enum { OB = 64 }; /* projected channels per pass over the depthwise values */
     const tcrt_tensor *x = &in[0], *w = &in[1], *bias = n_in >= 3 ? &in[2] : NULL;
     const tcrt_tensor *res = n_in == 4 ? &in[3] : NULL;
     KCHECK(c->depthwise && k_valid(x) && k_valid(w) && k_valid(out) && x->rank == 4 && w->rank == 1 &&
            out->rank == 4 && x->dtype == TCRT_F32 && w->dtype == TCRT_F32 && out->dtype == TCRT_F32);
-    int64_t N = x->dims[0], H = x->dims[1], W = x->dims[2], CI = x->dims[3];
-    int64_t CE = p->i[TCRT_CONV_COUT], KH = p->i[TCRT_CONV_KH], KW = p->i[TCRT_CONV_KW], be_off, dw_off;
-    int64_t eact = p->i[TCRT_CONV_EACT];
-    KCHECK(CE > 0 && KH > 0 && KW > 0 && k_act_ok(eact) &&
-           tcrt_conv_expand_floats(CI, CE, KH, KW, &be_off, &dw_off) == w->dims[0]);
-    int64_t OH = out->dims[1], OW = out->dims[2];
-    KCHECK(out->dims[0] == N && out->dims[3] == CE);
+    DwbRef r = {.X = x->data, .H = x->dims[1], .W = x->dims[2], .CI = x->dims[3], .c = c};
+    int64_t N = x->dims[0], off[TCRT_DWB_PARTS], CO = p->i[TCRT_CONV_PCOUT], pact = p->i[TCRT_CONV_PACT];
+    r.CE = p->i[TCRT_CONV_COUT], r.KH = p->i[TCRT_CONV_KH], r.KW = p->i[TCRT_CONV_KW];
+    r.fuse = p->i[TCRT_CONV_FUSE], r.eact = p->i[TCRT_CONV_EACT], r.act = c->act;
+    r.ealpha = p->f[1], r.alpha = c->alpha;
+    bool proj = r.fuse & TCRT_FUSE_PROJECT;
+    KCHECK(k_act_ok(r.eact) && k_act_ok(pact) &&
+           tcrt_conv_dwblock_floats(r.fuse, r.CI, r.CE, r.KH, r.KW, CO, off) == w->dims[0] &&
+           ((r.fuse & TCRT_FUSE_EXPAND) || r.CI == r.CE));
+    int64_t OH = out->dims[1], OW = out->dims[2], O = proj ? CO : r.CE;
+    KCHECK(out->dims[0] == N && out->dims[3] == O);
     if (res)
         KCHECK(bias && k_valid(res) && res->dtype == TCRT_F32 && res->rank == 4 && res->dims[0] == N &&
-               res->dims[1] == OH && res->dims[2] == OW && res->dims[3] == CE);
+               res->dims[1] == OH && res->dims[2] == OW && res->dims[3] == O);
     if (bias)
-        KCHECK(k_valid(bias) && bias->dtype == TCRT_F32 && k_count(bias) == CE);
-    const float *X = x->data, *Wt = w->data, *B = bias ? bias->data : NULL, *R = res ? res->data : NULL;
-    const float *BE = Wt + be_off, *WD = Wt + dw_off;
+        KCHECK(k_valid(bias) && bias->dtype == TCRT_F32 && k_count(bias) == r.CE);
+    const float *Wt = w->data, *R = res ? res->data : NULL, *WP = Wt + off[TCRT_DWB_WP],
+                *BP = Wt + off[TCRT_DWB_BP];
+    r.WE = Wt + off[TCRT_DWB_WE], r.BE = Wt + off[TCRT_DWB_BE], r.WD = Wt + off[TCRT_DWB_WD];
+    r.B = bias ? bias->data : NULL;
     float *Y = out->data;
     for (int64_t n = 0; n < N; n++)
         for (int64_t oh = 0; oh < OH; oh++)
-            for (int64_t ow = 0; ow < OW; ow++)
-                for (int64_t o = 0; o < CE; o++) {
-                    const float *we = Wt + (o / TCRT_PACK_NR) * CI * TCRT_PACK_NR + o % TCRT_PACK_NR;
-                    double acc = 0;
-                    for (int64_t kh = 0; kh < KH; kh++) {
-                        int64_t ih = oh * c->sh - c->pt + kh * c->dh;
-                        if (ih < 0 || ih >= H)
-                            continue;
-                        for (int64_t kw = 0; kw < KW; kw++) {
-                            int64_t iw = ow * c->sw - c->pl + kw * c->dw;
-                            if (iw < 0 || iw >= W)
-                                continue;
-                            const float *xp = X + ((n * H + ih) * W + iw) * CI;
-                            double e = BE[o];
-                            for (int64_t ci = 0; ci < CI; ci++)
-                                e += (double)xp[ci] * (double)we[ci * TCRT_PACK_NR];
-                            acc += k_act(e, eact, p->f[1]) * (double)WD[(kh * KW + kw) * CE + o];
+            for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t y0 = ((n * OH + oh) * OW + ow) * O;
+                if (!proj) {
+                    for (int64_t ch = 0; ch < r.CE; ch++) {
+                        double v = dwb_sum(&r, n, oh, ow, ch) + (r.B ? r.B[ch] : 0.0) + (R ? R[y0 + ch] : 0.0);
+                        Y[y0 + ch] = (float)k_act(v, r.act, r.alpha);
+                    }
+                    continue;
+                }
+                for (int64_t o0 = 0; o0 < O; o0 += OB) {
+                    double acc[OB];
+                    int64_t nb = O - o0 < OB ? O - o0 : OB;
+                    for (int64_t j = 0; j < nb; j++)
+                        acc[j] = BP[o0 + j] + (R ? R[y0 + o0 + j] : 0.0);
+                    for (int64_t ch = 0; ch < r.CE; ch++) {
+                        double d = k_act(dwb_sum(&r, n, oh, ow, ch) + (r.B ? r.B[ch] : 0.0), r.act, r.alpha);
+                        for (int64_t j = 0; j < nb; j++) {
+                            int64_t o = o0 + j;
+                            acc[j] += d * (double)WP[((o / TCRT_PACK_NR) * r.CE + ch) * TCRT_PACK_NR +
+                                                     o % TCRT_PACK_NR];
                         }
                     }
-                    int64_t yi = ((n * OH + oh) * OW + ow) * CE + o;
-                    acc += (B ? B[o] : 0.0) + (R ? R[yi] : 0.0);
-                    Y[yi] = (float)k_act(acc, c->act, c->alpha);
+                    for (int64_t j = 0; j < nb; j++)
+                        Y[y0 + o0 + j] = (float)k_act(acc[j], pact, p->f[2]);
                 }
+            }
     return TCRT_OK;
 }
 
@@ -194,8 +242,8 @@ tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
     ConvP c;
     KCHECK(conv_params(p, &c));
     int64_t pk = p->i[TCRT_CONV_PACKED];
-    if (pk == TCRT_CONV_PACK_EXPAND)
-        return ref_conv2d_expand(in, n_in, out, p, &c);
+    if (pk == TCRT_CONV_PACK_DWBLOCK)
+        return ref_conv2d_dwblock(in, n_in, out, p, &c);
     bool packed = pk != 0, wino = pk == TCRT_CONV_PACK_WINO || pk == TCRT_CONV_PACK_WINO4;
     int wa = pk == TCRT_CONV_PACK_WINO4 ? 6 : 4; /* points per side of a Winograd filter */
     KCHECK(!packed || pk == TCRT_CONV_PACK_DIRECT || wino);

@@ -540,7 +540,7 @@ START_TEST(test_pipeline_table_and_disable)
     ck_assert_str_eq(t[5].name, "fuse");
     ck_assert_str_eq(t[6].name, "winograd");
     ck_assert_str_eq(t[7].name, "pack");
-    ck_assert_str_eq(t[8].name, "dwexpand");
+    ck_assert_str_eq(t[8].name, "dwfuse");
     ck_assert_str_eq(t[9].name, "memplan");
     ck_assert_ptr_eq(pass_find("dce"), &t[3]);
     ck_assert_ptr_null(pass_find("nope"));
@@ -565,13 +565,13 @@ START_TEST(test_pipeline_table_and_disable)
     PipelineOptions bad = {.disabled = bogus, .n_disabled = 1};
     ck_assert(!pass_run_pipeline(g, &bad, &st));
     ck_assert_str_eq(st.msg, "--disable-pass: unknown pass 'fusion' (passes: state, fold, cse, dce, layout, fuse, winograd, pack, "
-                     "dwexpand, memplan)");
+                     "dwfuse, memplan)");
     Status st2 = ST_INIT;
     PipelineOptions bad2 = {.dump_after = "csee", .dump_dir = "/tmp"};
     ck_assert(!pass_run_pipeline(g, &bad2, &st2));
     ck_assert_str_eq(st2.msg,
                      "--dump-after: unknown pass 'csee' (passes: state, fold, cse, dce, layout, fuse, winograd, pack, "
-                     "dwexpand, memplan, or all)");
+                     "dwfuse, memplan, or all)");
     ir_graph_free(g);
 }
 END_TEST
@@ -587,7 +587,7 @@ START_TEST(test_pipeline_dumps)
     Status st = ST_INIT;
     ck_assert_msg(pass_run_pipeline(g, &o, &st), "%s", st.msg);
     const char *names[] = {"01-state", "02-fold", "03-cse",  "04-dce",
-                           "05-layout", "06-fuse", "07-winograd", "08-pack", "09-dwexpand", "10-memplan"};
+                           "05-layout", "06-fuse", "07-winograd", "08-pack", "09-dwfuse", "10-memplan"};
     for (int i = 0; i < 10; i++) {
         char f[64];
         snprintf(f, sizeof f, "%s.ir", names[i]);

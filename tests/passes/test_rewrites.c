@@ -604,91 +604,137 @@ START_TEST(test_pack_skips_depthwise)
 }
 END_TEST
 
-/* ---- dwexpand ---- */
+/* ---- dwfuse ---- */
 
 /* x [1,h,w,16] -> 1x1 conv to ce channels (bias, relu6) -> 3x3 depthwise
- * (SAME, bias, relu6; stride s); fetch_e: the expansion is fetched too. */
-static IrGraph *expand_dw_graph(int h, int w, int ce, int s, bool fetch_e, float *xd, float *y0)
+ * (SAME, bias, relu6; stride s) -> with proj, 1x1 conv to 24 channels
+ * (bias, no act); fetch_e: the expansion is fetched too.  y0: the result by
+ * the reference kernel, conv after conv. */
+static IrGraph *dw_block_graph(int h, int w, int ce, int s, bool proj, bool fetch_e, float *xd, float *y0)
 {
-    int nwe = 16 * ce, nwd = 9 * ce;
+    int nwe = 16 * ce, nwd = 9 * ce, nwp = ce * 24;
     float *we = malloc(sizeof(float) * (size_t)nwe), *wd = malloc(sizeof(float) * (size_t)nwd),
-          *b = malloc(sizeof(float) * (size_t)ce);
+          *wp = malloc(sizeof(float) * (size_t)nwp), *b = malloc(sizeof(float) * (size_t)ce);
     for (int i = 0; i < nwe; i++)
         we[i] = (float)((i * 7) % 11 - 5) / 16.0f;
     for (int i = 0; i < nwd; i++)
         wd[i] = (float)((i * 5) % 9 - 4) / 8.0f;
+    for (int i = 0; i < nwp; i++)
+        wp[i] = (float)((i * 3) % 7 - 3) / 32.0f;
     for (int i = 0; i < ce; i++)
         b[i] = (float)(i % 5) / 4.0f;
     int oh = (h + s - 1) / s, ow = (w + s - 1) / s, pb = (oh - 1) * s + 3 - h - 1, pr = (ow - 1) * s + 3 - w - 1;
-    size_t tn = (size_t)(nwe + nwd + 2 * ce) * 8 + 4096;
+    size_t tn = (size_t)(nwe + nwd + nwp + 2 * ce) * 8 + 4096;
     char *text = malloc(tn), *h1 = malloc((size_t)nwe * 8 + 16), *h2 = malloc((size_t)nwd * 8 + 16),
-         *h3 = malloc((size_t)ce * 8 + 16);
+         *h3 = malloc((size_t)ce * 8 + 16), *h4 = malloc((size_t)nwp * 8 + 16), tail[256] = "";
+    if (proj)
+        snprintf(tail, sizeof tail,
+                 "%%6 = const() : f32[1,1,%d,24] = %%s\n"
+                 "%%7 = const() : f32[24] = %%s\n"
+                 "%%8 = conv2d(%%5, %%6, %%7) {i=[1,1,1,1,0,0,0,0,0,0]} : f32[1,%d,%d,24]  # project (Conv)\n",
+                 ce, oh, ow);
+    char *ptail = malloc(tn);
+    snprintf(ptail, tn, tail, hexf(h4, wp, nwp), hexf(h3, b, 24));
     snprintf(text, tn,
-             "graph \"m\"\nfeed \"x\" %%0\nfetch \"y\" %%5\n%s"
+             "graph \"m\"\nfeed \"x\" %%0\nfetch \"y\" %%%d\n%s"
              "%%0 = arg() : f32[1,%d,%d,16]\n"
              "%%1 = const() : f32[1,1,16,%d] = %s\n"
              "%%2 = const() : f32[%d] = %s\n"
              "%%3 = conv2d(%%0, %%1, %%2) {i=[1,1,1,1,0,0,0,0,0,2]} : f32[1,%d,%d,%d]  # expand (Conv)\n"
              "%%4 = const() : f32[3,3,%d,1] = %s\n"
-             "%%5 = conv2d(%%3, %%4, %%2) {i=[%d,%d,1,1,1,1,%d,%d,1,2]} : f32[1,%d,%d,%d]  # dw (Conv)\n",
-             fetch_e ? "fetch \"e\" %3\n" : "", h, w, ce, hexf(h1, we, nwe), ce, hexf(h3, b, ce), h, w, ce, ce,
-             hexf(h2, wd, nwd), s, s, pb, pr, oh, ow, ce);
+             "%%5 = conv2d(%%3, %%4, %%2) {i=[%d,%d,1,1,1,1,%d,%d,1,2]} : f32[1,%d,%d,%d]  # dw (Conv)\n%s",
+             proj ? 8 : 5, fetch_e ? "fetch \"e\" %3\n" : "", h, w, ce, hexf(h1, we, nwe), ce, hexf(h3, b, ce), h,
+             w, ce, ce, hexf(h2, wd, nwd), s, s, pb, pr, oh, ow, ce, ptail);
     IrGraph *g = parse(text);
     for (int i = 0; i < h * w * 16; i++)
         xd[i] = (float)((i * 3) % 13 - 6) / 4.0f;
-    float *e = malloc(sizeof(float) * (size_t)(h * w * ce));
-    run_conv(fetched(g, 0)->inputs[0].node, xd, NULL, e);
-    run_conv(fetched(g, 0), e, NULL, y0);
-    free(we), free(wd), free(b), free(text), free(h1), free(h2), free(h3), free(e);
+    float *e = malloc(sizeof(float) * (size_t)(h * w * ce)), *d = malloc(sizeof(float) * (size_t)(oh * ow * ce));
+    IrNode *last = fetched(g, 0), *dw = proj ? last->inputs[0].node : last;
+    run_conv(dw->inputs[0].node, xd, NULL, e);
+    run_conv(dw, e, NULL, proj ? d : y0);
+    if (proj)
+        run_conv(last, d, NULL, y0);
+    free(we), free(wd), free(wp), free(b), free(text), free(h1), free(h2), free(h3), free(h4), free(ptail);
+    free(e), free(d);
     return g;
 }
 
-/* pass_dwexpand fuses the packed 1x1 expansion into its depthwise user
- * (the fused reference computes what the two convs did) where the
- * expanded tensor is at least 512 KB and rows at least 16 wide, once. */
-START_TEST(test_dwexpand_pass)
+/* pass_dwfuse fuses the packed 1x1 expansion into its depthwise user where
+ * the expanded tensor is at least 512 KB with rows at least 16 wide, and a
+ * packed 1x1 projection into the depthwise conv it is the only user of
+ * where the depthwise output is at least 512 KB; the fused reference
+ * computes what the convs did; once. */
+START_TEST(test_dwfuse_pass)
 {
     static const struct {
         int hw, ce, s;
-    } yes[] = {{32, 128, 1}, {33, 128, 2}};
+        bool proj;
+        int fuse;
+    } yes[] = {{32, 128, 1, false, TCRT_FUSE_EXPAND},
+               {33, 128, 2, false, TCRT_FUSE_EXPAND},
+               {32, 128, 1, true, TCRT_FUSE_EXPAND | TCRT_FUSE_PROJECT},
+               {64, 128, 2, true, TCRT_FUSE_EXPAND | TCRT_FUSE_PROJECT}};
     for (size_t k = 0; k < sizeof yes / sizeof yes[0]; k++) {
-        int hw = yes[k].hw, ce = yes[k].ce, o = (hw + yes[k].s - 1) / yes[k].s;
-        float *xd = malloc(sizeof(float) * (size_t)(hw * hw * 16)), *y0 = malloc(sizeof(float) * (size_t)(o * o * ce)),
-              *y1 = malloc(sizeof(float) * (size_t)(o * o * ce));
-        IrGraph *g = expand_dw_graph(hw, hw, ce, yes[k].s, false, xd, y0);
-        ck_assert_int_eq(run_pass(g, pass_dwexpand), PASS_SAME); /* the expansion is not packed yet */
+        int hw = yes[k].hw, ce = yes[k].ce, o = (hw + yes[k].s - 1) / yes[k].s, co = yes[k].proj ? 24 : ce;
+        float *xd = malloc(sizeof(float) * (size_t)(hw * hw * 16)), *y0 = malloc(sizeof(float) * (size_t)(o * o * co)),
+              *y1 = malloc(sizeof(float) * (size_t)(o * o * co));
+        IrGraph *g = dw_block_graph(hw, hw, ce, yes[k].s, yes[k].proj, false, xd, y0);
+        ck_assert_int_eq(run_pass(g, pass_dwfuse), PASS_SAME); /* the 1x1 convs are not packed yet */
         ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
-        ck_assert_int_eq(run_pass(g, pass_dwexpand), PASS_CHANGED);
+        ck_assert_int_eq(run_pass(g, pass_dwfuse), PASS_CHANGED);
         IrNode *c = fetched(g, 0);
         ck_assert_int_eq(count_op(g, OP_CONV2D), 1);
         ck_assert_int_eq(count_op(g, OP_CONST), 2); /* the fused filter and the depthwise bias */
-        ck_assert_int_eq(c->p.i[TCRT_CONV_PACKED], TCRT_CONV_PACK_EXPAND);
+        ck_assert_int_eq(c->p.i[TCRT_CONV_PACKED], TCRT_CONV_PACK_DWBLOCK);
+        ck_assert_int_eq(c->p.i[TCRT_CONV_FUSE], yes[k].fuse);
         ck_assert(c->p.i[TCRT_CONV_COUT] == ce && c->p.i[TCRT_CONV_KH] == 3 && c->p.i[TCRT_CONV_KW] == 3 &&
                   c->p.i[TCRT_CONV_EACT] == TCRT_ACT_RELU6 && c->p.i[TCRT_CONV_ACT] == TCRT_ACT_RELU6 &&
                   c->p.i[TCRT_CONV_SH] == yes[k].s);
+        if (yes[k].proj)
+            ck_assert(c->p.i[TCRT_CONV_PCOUT] == 24 && c->p.i[TCRT_CONV_PACT] == TCRT_ACT_NONE);
         ck_assert_int_eq(c->inputs[0].node->op, OP_ARG);
-        ck_assert_str_eq(c->origin, "dw");
+        ck_assert_str_eq(c->origin, yes[k].proj ? "project" : "dw");
         run_conv(c, xd, NULL, y1);
-        assert_floats(y1, y0, o * o * ce, 1e-3);
-        ck_assert_int_eq(run_pass(g, pass_dwexpand), PASS_SAME);
+        assert_floats(y1, y0, o * o * co, 1e-3);
+        ck_assert_int_eq(run_pass(g, pass_dwfuse), PASS_SAME);
         ir_graph_free(g);
         free(xd), free(y0), free(y1);
     }
-    /* not taken: the expansion fetched too; 8x8x128 (256 KB); 100x12x128
+    /* not taken: the expansion fetched too (no projection); 8x8x128 with a
+     * projection (256 KB expanded, 256 KB depthwise output); 100x12x128
      * (600 KB, but rows 12 wide) */
     static const struct {
         int h, w, ce;
-        bool fetch_e;
-    } no[] = {{32, 32, 128, true}, {8, 8, 128, false}, {100, 12, 128, false}};
+        bool proj, fetch_e;
+        int convs;
+    } no[] = {{32, 32, 128, false, true, 2}, {8, 8, 128, true, false, 3}, {100, 12, 128, false, false, 2}};
     for (size_t k = 0; k < sizeof no / sizeof no[0]; k++) {
         float *xd = malloc(sizeof(float) * (size_t)(no[k].h * no[k].w * 16)),
               *y0 = malloc(sizeof(float) * (size_t)(no[k].h * no[k].w * no[k].ce));
-        IrGraph *g = expand_dw_graph(no[k].h, no[k].w, no[k].ce, 1, no[k].fetch_e, xd, y0);
+        IrGraph *g = dw_block_graph(no[k].h, no[k].w, no[k].ce, 1, no[k].proj, no[k].fetch_e, xd, y0);
         ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
-        ck_assert_int_eq(run_pass(g, pass_dwexpand), PASS_SAME);
+        ck_assert_int_eq(run_pass(g, pass_dwfuse), PASS_SAME);
+        ck_assert_int_eq(count_op(g, OP_CONV2D), no[k].convs);
         ir_graph_free(g);
         free(xd), free(y0);
     }
+    /* the expansion fetched, the projection after the plain depthwise conv
+     * fused (32x32x128: 512 KB) */
+    float *xd = malloc(sizeof(float) * 32 * 32 * 16), *y0 = malloc(sizeof(float) * 32 * 32 * 24),
+          *y1 = malloc(sizeof(float) * 32 * 32 * 24);
+    IrGraph *g = dw_block_graph(32, 32, 128, 1, true, true, xd, y0);
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
+    ck_assert_int_eq(run_pass(g, pass_dwfuse), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_CONV2D), 2);
+    IrNode *c = fetched(g, 0);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_FUSE], TCRT_FUSE_PROJECT);
+    ck_assert_ptr_eq(c->inputs[0].node, fetched(g, 1));
+    float *e = malloc(sizeof(float) * 32 * 32 * 128);
+    run_conv(fetched(g, 1), xd, NULL, e);
+    run_conv(c, e, NULL, y1);
+    assert_floats(y1, y0, 32 * 32 * 24, 1e-3);
+    ir_graph_free(g);
+    free(xd), free(y0), free(y1), free(e);
 }
 END_TEST
 
@@ -727,19 +773,20 @@ START_TEST(test_conv_shape_rule_errors)
                                 "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,5,2]} : f32[1,2,2,2]\n",
                                 "bad.ir", &st6));
     ck_assert_msg(strstr(st6.msg, "unknown packed filter kind 5"), "%s", st6.msg);
-    /* a fused expansion filter (TCRT_CONV_PACK_EXPAND) of the wrong length:
-     * Cin 1 -> Ce 2 with a 3x3 window needs 16 + 2 + 18 = 36 floats */
+    /* a fused depthwise filter (TCRT_CONV_PACK_DWBLOCK, expansion only) of
+     * the wrong length: Cin 1 -> Ce 2 with a 3x3 window needs 16 + 2 + 18 =
+     * 36 floats */
     Status st7 = ST_INIT;
     ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[35]\n"
                                 "%2 = arg() {i=[2]} : f32[2]\n"
-                                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0]} : f32[1,4,4,2]\n",
+                                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,1]} : f32[1,4,4,2]\n",
                                 "bad.ir", &st7));
-    ck_assert_msg(strstr(st7.msg, "fused expansion filter [35] does not fit input [1,4,4,1], 2 expanded "
-                                  "channels and a 3x3 window"),
+    ck_assert_msg(strstr(st7.msg, "fused depthwise filter [35] does not fit input [1,4,4,1] with fuse bits 1, "
+                                  "2 depthwise channels, a 3x3 window and 0 projected channels"),
                   "%s", st7.msg);
     Status st8 = ST_INIT;
     IrGraph *g = ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[36]\n%2 = arg() {i=[2]} : f32[2]\n"
-                          "%3 = conv2d(%0, %1, %2) {i=[2,2,1,1,1,1,0,0,1,0,4,2,3,3,2]} : f32[1,2,2,2]\n",
+                          "%3 = conv2d(%0, %1, %2) {i=[2,2,1,1,1,1,0,0,1,0,4,2,3,3,2,1]} : f32[1,2,2,2]\n",
                           "ok.ir", &st8);
     ck_assert_msg(g != NULL, "%s", st8.msg);
     ir_graph_free(g);
@@ -747,9 +794,25 @@ START_TEST(test_conv_shape_rule_errors)
     Status st9 = ST_INIT;
     ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[36]\n"
                                 "%2 = arg() {i=[2]} : f32[2]\n"
-                                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,9]} : f32[1,4,4,2]\n",
+                                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,9,1]} : f32[1,4,4,2]\n",
                                 "bad.ir", &st9));
     ck_assert_msg(strstr(st9.msg, "unknown fused activation 9"), "%s", st9.msg);
+    /* a projection only (fuse bits 2): Ce 2 -> Co 3 with a 3x3 window needs
+     * 18 + 2*16 + 3 = 53 floats; the output has Co channels, and the input
+     * Ce */
+    Status st10 = ST_INIT;
+    g = ir_parse("%0 = arg() : f32[1,4,4,2]\n%1 = arg() {i=[1]} : f32[53]\n%2 = arg() {i=[2]} : f32[2]\n"
+                 "%3 = arg() {i=[3]} : f32[1,4,4,3]\n"
+                 "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,2,3,1]} : f32[1,4,4,3]\n",
+                 "ok.ir", &st10);
+    ck_assert_msg(g != NULL, "%s", st10.msg);
+    ir_graph_free(g);
+    Status st11 = ST_INIT;
+    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,4,4,3]\n%1 = arg() {i=[1]} : f32[53]\n%2 = arg() {i=[2]} : f32[2]\n"
+                                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,2,3,1]} : f32[1,4,4,3]\n",
+                                "bad.ir", &st11));
+    ck_assert_msg(strstr(st11.msg, "fused depthwise filter [53] does not fit input [1,4,4,3] with fuse bits 2"), "%s",
+                  st11.msg);
     /* a packed conv parses back (shape [1,2,2,17] from COUT) */
     Status st3 = ST_INIT;
     g = ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[2,1,1,1,16]\n"
@@ -870,7 +933,7 @@ static Suite *rewrites_suite(void)
     tcase_add_test(tc, test_pack_matches_unpacked);
     tcase_add_test(tc, test_pack_skips_depthwise);
     tcase_add_test(tc, test_winograd_pass);
-    tcase_add_test(tc, test_dwexpand_pass);
+    tcase_add_test(tc, test_dwfuse_pass);
     tcase_add_test(tc, test_conv_shape_rule_errors);
     tcase_add_test(tc, test_pipeline_regions);
     tcase_add_test(tc, test_pipeline_disable_new_passes);
