@@ -227,12 +227,13 @@ static bool is_pointwise(const IrNode *e, bool res_ok)
            !q[TCRT_CONV_PT] && !q[TCRT_CONV_PL] && !q[TCRT_CONV_PB] && !q[TCRT_CONV_PR];
 }
 
-/* A plain f32 depthwise conv (multiplier 1, constant filter, a bias, no
- * residual) on a CPU: the center of a fused block. */
+/* A plain f32 depthwise conv (multiplier 1, constant filter, no residual)
+ * on a CPU: the center of a fused block (a zero bias is made for one
+ * without). */
 static bool is_plain_dw(const IrNode *n)
 {
     const int64_t *p = n->p.i;
-    if (n->op != OP_CONV2D || !p[TCRT_CONV_DEPTHWISE] || p[TCRT_CONV_PACKED] || n->n_inputs != 3 || n->n_ctrl ||
+    if (n->op != OP_CONV2D || !p[TCRT_CONV_DEPTHWISE] || p[TCRT_CONV_PACKED] || n->n_inputs > 3 || n->n_ctrl ||
         n->out[0].type.dtype != TCRT_F32 || !is_const_f32(n->inputs[1]) || on_accelerator(n))
         return false;
     const IrShape *w = &ir_value_type(n->inputs[1])->shape;
@@ -245,7 +246,7 @@ static IrNode *expansion_of(const IrGraph *g, const IrNode *n)
     if (!is_plain_dw(n))
         return NULL;
     IrNode *e = n->inputs[0].node;
-    if (!e || !is_pointwise(e, false) || !same_device(e, n) || n->inputs[2].node == e || ir_use_count(g, e) != 1)
+    if (!e || !is_pointwise(e, false) || !same_device(e, n) || (n->n_inputs == 3 && n->inputs[2].node == e) || ir_use_count(g, e) != 1)
         return NULL;
     const IrShape *w = &ir_value_type(n->inputs[1])->shape, *ex = &e->out[0].type.shape;
     int64_t ce = ex->dims[3], span = (w->dims[0] - 1) * n->p.i[TCRT_CONV_DH] + 1, rows = 1;
@@ -306,6 +307,17 @@ static int emit_block(IrGraph *g, PassCtx *cx, IrNode *last, IrValue x, const fl
     g->cur_origin = last->origin;
     g->cur_origin_op = last->origin_op;
     IrValue blob = ir_const(g, TCRT_F32, &bs, buf, cx->st);
+    if (!bias.node && blob.node) { /* a depthwise conv without a bias: zeros */
+        int64_t ce = q[TCRT_CONV_COUT];
+        float *z = arena_alloc_align(&cx->scratch, (size_t)ce * sizeof(float), 64);
+        IrShape zs = ir_shape_make(1, (int64_t[]){ce});
+        if (z) {
+            memset(z, 0, (size_t)ce * sizeof(float));
+            bias = ir_const(g, TCRT_F32, &zs, z, cx->st);
+        } else {
+            st_errorf(cx->st, ST_NOMEM, "dwfuse: out of memory");
+        }
+    }
     IrValue in[4] = {x, blob, bias, res ? *res : (IrValue){NULL, 0}};
     p->i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_DWBLOCK;
     IrNode *c = blob.node ? ir_emit(g, OP_CONV2D, in, res ? 4 : 3, p, NULL, cx->st) : NULL;
@@ -354,7 +366,8 @@ PassResult pass_dwfuse(IrGraph *g, PassCtx *cx)
                 p.f[1] = e->p.f[0];
                 const float *parts[TCRT_DWB_PARTS] = {e->inputs[1].node->data, e->inputs[2].node->data,
                                                       n->inputs[1].node->data, NULL, NULL};
-                if ((r = emit_block(g, cx, n, e->inputs[0], parts, n->inputs[2], NULL, &p)) > 0)
+                IrValue nb = n->n_inputs >= 3 ? n->inputs[2] : (IrValue){NULL, 0};
+                if ((r = emit_block(g, cx, n, e->inputs[0], parts, nb, NULL, &p)) > 0)
                     kill_fused(g, (IrNode *[]){n, e}, 2);
             } else if (round == 1 && (d = depthwise_of(g, n))) {
                 /* n is the projection; d the plain or expanded depthwise conv */
@@ -379,8 +392,9 @@ PassResult pass_dwfuse(IrGraph *g, PassCtx *cx)
                                                       fused ? dv + off[TCRT_DWB_BE] : NULL,
                                                       fused ? dv + off[TCRT_DWB_WD] : dv, n->inputs[1].node->data,
                                                       n->inputs[2].node->data};
-                if ((r = emit_block(g, cx, n, d->inputs[0], parts, d->inputs[2], n->n_inputs == 4 ? &n->inputs[3] : NULL,
-                                    &p)) > 0)
+                IrValue db = d->n_inputs >= 3 ? d->inputs[2] : (IrValue){NULL, 0};
+                if ((r = emit_block(g, cx, n, d->inputs[0], parts, db, n->n_inputs == 4 ? &n->inputs[3] : NULL, &p)) >
+                    0)
                     kill_fused(g, (IrNode *[]){n, d}, 2);
             }
             if (r < 0)
