@@ -738,6 +738,52 @@ START_TEST(test_dwfuse_pass)
 }
 END_TEST
 
+/* A depthwise conv without a bias (TF's DepthwiseConv2dNative) before a
+ * projection: fused with a zero bias made for it. */
+START_TEST(test_dwfuse_no_bias)
+{
+    enum { HW = 32, CE = 128, CO = 24 };
+    float *wd = malloc(sizeof(float) * 9 * CE), *wp = malloc(sizeof(float) * CE * CO), bp[CO];
+    for (int i = 0; i < 9 * CE; i++)
+        wd[i] = (float)((i * 5) % 9 - 4) / 8.0f;
+    for (int i = 0; i < CE * CO; i++)
+        wp[i] = (float)((i * 3) % 7 - 3) / 32.0f;
+    for (int i = 0; i < CO; i++)
+        bp[i] = (float)(i % 3) - 1.0f;
+    size_t tn = (size_t)(9 * CE + CE * CO + CO) * 8 + 2048;
+    char *text = malloc(tn), *h1 = malloc(9 * CE * 8 + 16), *h2 = malloc(CE * CO * 8 + 16), h3[CO * 8 + 16];
+    snprintf(text, tn,
+             "graph \"m\"\nfeed \"x\" %%0\nfetch \"y\" %%5\n%%0 = arg() : f32[1,%d,%d,%d]\n"
+             "%%1 = const() : f32[3,3,%d,1] = %s\n"
+             "%%2 = conv2d(%%0, %%1) {i=[1,1,1,1,1,1,1,1,1,0]} : f32[1,%d,%d,%d]\n"
+             "%%3 = const() : f32[1,1,%d,%d] = %s\n%%4 = const() : f32[%d] = %s\n"
+             "%%5 = conv2d(%%2, %%3, %%4) {i=[1,1,1,1,0,0,0,0,0,1]} : f32[1,%d,%d,%d]\n",
+             HW, HW, CE, CE, hexf(h1, wd, 9 * CE), HW, HW, CE, CE, CO, hexf(h2, wp, CE * CO), CO, hexf(h3, bp, CO),
+             HW, HW, CO);
+    IrGraph *g = parse(text);
+    float *xd = malloc(sizeof(float) * HW * HW * CE), *d = malloc(sizeof(float) * HW * HW * CE),
+          *y0 = malloc(sizeof(float) * HW * HW * CO), *y1 = malloc(sizeof(float) * HW * HW * CO);
+    for (int i = 0; i < HW * HW * CE; i++)
+        xd[i] = (float)((i * 3) % 13 - 6) / 4.0f;
+    run_conv(fetched(g, 0)->inputs[0].node, xd, NULL, d);
+    run_conv(fetched(g, 0), d, NULL, y0);
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
+    ck_assert_int_eq(run_pass(g, pass_dwfuse), PASS_CHANGED);
+    IrNode *c = fetched(g, 0);
+    ck_assert_int_eq(count_op(g, OP_CONV2D), 1);
+    ck_assert(c->p.i[TCRT_CONV_FUSE] == TCRT_FUSE_PROJECT && c->p.i[TCRT_CONV_PCOUT] == CO &&
+              c->p.i[TCRT_CONV_PACT] == TCRT_ACT_RELU && c->n_inputs == 3);
+    const IrNode *b = c->inputs[2].node;
+    ck_assert(b->op == OP_CONST && ir_value_type(c->inputs[2])->shape.dims[0] == CE);
+    for (int i = 0; i < CE; i++)
+        ck_assert(((const float *)b->data)[i] == 0.0f);
+    run_conv(c, xd, NULL, y1);
+    assert_floats(y1, y0, HW * HW * CO, 1e-3);
+    ir_graph_free(g);
+    free(wd), free(wp), free(text), free(h1), free(h2), free(xd), free(d), free(y0), free(y1);
+}
+END_TEST
+
 /* ---- the conv2d shape rule on packed weights and residuals ---- */
 
 START_TEST(test_conv_shape_rule_errors)
@@ -934,6 +980,7 @@ static Suite *rewrites_suite(void)
     tcase_add_test(tc, test_pack_skips_depthwise);
     tcase_add_test(tc, test_winograd_pass);
     tcase_add_test(tc, test_dwfuse_pass);
+    tcase_add_test(tc, test_dwfuse_no_bias);
     tcase_add_test(tc, test_conv_shape_rule_errors);
     tcase_add_test(tc, test_pipeline_regions);
     tcase_add_test(tc, test_pipeline_disable_new_passes);
