@@ -1,5 +1,5 @@
 /* passes/pack.c - compile-time packing of convolution weights (passes
- * "winograd" and "pack").
+ * "winograd", "pack" and "dwfuse").
  * requires: topo order, shapes   preserves: shapes, feeds, fetches   invalidates: memory plan
  *
  * winograd (before pack): an f32 3x3 CONV2D with strides and dilations 1,
@@ -22,6 +22,14 @@
  * redirected; a weight shared by several convolutions is packed once; an
  * old weight left without uses is dropped.  A convolution placed on a
  * device other than a CPU (a GPU partition) is left as it is.
+ * dwfuse (after pack): a plain f32 depthwise conv (multiplier 1, constant
+ * filter, no residual) absorbs the packed 1x1 stride-1 conv feeding it
+ * (the expansion) when it is that conv's only user, and then the packed
+ * 1x1 conv it feeds (the projection, with its residual) when that conv is
+ * its only user, into one CONV2D with TCRT_CONV_PACK_DWBLOCK
+ * (tcrt_kernels.h): the constants go into one filter vector, the
+ * depthwise bias stays an input (zeros for a conv without one).  Limits:
+ * the DWF_* sizes below.
  * Invariants: the packed data is exactly tcrt_pack_conv_weights' output, so
  * the reference kernel's packed index mapping (ref_conv.c) reads the same
  * values as the HWIO original.
@@ -201,7 +209,12 @@ static PassResult pack_convs(IrGraph *g, PassCtx *cx, bool wino)
  * most DWF_MAX_RING bytes (it stays in L2); a projection when the
  * depthwise output is at least DWF_PROJ_MIN_BYTES with rows of at least
  * DWF_MIN_W pixels. */
-enum { DWF_EXP_MIN_BYTES = 512 << 10, DWF_PROJ_MIN_BYTES = 512 << 10, DWF_MIN_W = 16, DWF_MAX_RING = 256 << 10 };
+enum {
+    DWF_EXP_MIN_BYTES = 512 << 10,
+    DWF_PROJ_MIN_BYTES = 512 << 10,
+    DWF_MIN_W = 16,
+    DWF_MAX_RING = 256 << 10
+};
 
 static bool is_const_f32(IrValue v)
 {
@@ -219,12 +232,14 @@ static bool is_pointwise(const IrNode *e, bool res_ok)
 {
     const int64_t *q = e->p.i;
     if (e->op != OP_CONV2D || e->n_inputs < 3 || e->n_inputs > (res_ok ? 4 : 3) || e->n_ctrl ||
-        e->out[0].type.dtype != TCRT_F32 || on_accelerator(e) || q[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT ||
-        q[TCRT_CONV_DEPTHWISE] || !is_const_f32(e->inputs[1]) || !is_const_f32(e->inputs[2]))
+        e->out[0].type.dtype != TCRT_F32 || on_accelerator(e) ||
+        q[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT || q[TCRT_CONV_DEPTHWISE] ||
+        !is_const_f32(e->inputs[1]) || !is_const_f32(e->inputs[2]))
         return false;
     const IrShape *ew = &ir_value_type(e->inputs[1])->shape;
-    return ew->rank == 5 && ew->dims[1] == 1 && ew->dims[2] == 1 && q[TCRT_CONV_SH] == 1 && q[TCRT_CONV_SW] == 1 &&
-           !q[TCRT_CONV_PT] && !q[TCRT_CONV_PL] && !q[TCRT_CONV_PB] && !q[TCRT_CONV_PR];
+    return ew->rank == 5 && ew->dims[1] == 1 && ew->dims[2] == 1 && q[TCRT_CONV_SH] == 1 &&
+           q[TCRT_CONV_SW] == 1 && !q[TCRT_CONV_PT] && !q[TCRT_CONV_PL] && !q[TCRT_CONV_PB] &&
+           !q[TCRT_CONV_PR];
 }
 
 /* A plain f32 depthwise conv (multiplier 1, constant filter, no residual)
@@ -233,8 +248,8 @@ static bool is_pointwise(const IrNode *e, bool res_ok)
 static bool is_plain_dw(const IrNode *n)
 {
     const int64_t *p = n->p.i;
-    if (n->op != OP_CONV2D || !p[TCRT_CONV_DEPTHWISE] || p[TCRT_CONV_PACKED] || n->n_inputs > 3 || n->n_ctrl ||
-        n->out[0].type.dtype != TCRT_F32 || !is_const_f32(n->inputs[1]) || on_accelerator(n))
+    if (n->op != OP_CONV2D || !p[TCRT_CONV_DEPTHWISE] || p[TCRT_CONV_PACKED] || n->n_inputs > 3 ||
+        n->n_ctrl || n->out[0].type.dtype != TCRT_F32 || !is_const_f32(n->inputs[1]) || on_accelerator(n))
         return false;
     const IrShape *w = &ir_value_type(n->inputs[1])->shape;
     return w->rank == 4 && w->dims[3] == 1;
@@ -246,7 +261,8 @@ static IrNode *expansion_of(const IrGraph *g, const IrNode *n)
     if (!is_plain_dw(n))
         return NULL;
     IrNode *e = n->inputs[0].node;
-    if (!e || !is_pointwise(e, false) || !same_device(e, n) || (n->n_inputs == 3 && n->inputs[2].node == e) || ir_use_count(g, e) != 1)
+    if (!e || !is_pointwise(e, false) || !same_device(e, n) || (n->n_inputs == 3 && n->inputs[2].node == e) ||
+        ir_use_count(g, e) != 1)
         return NULL;
     const IrShape *w = &ir_value_type(n->inputs[1])->shape, *ex = &e->out[0].type.shape;
     int64_t ce = ex->dims[3], span = (w->dims[0] - 1) * n->p.i[TCRT_CONV_DH] + 1, rows = 1;
@@ -283,8 +299,8 @@ static IrNode *depthwise_of(const IrGraph *g, const IrNode *c)
  * input x with the fused filter vector parts[], the depthwise bias, the
  * optional residual and params p: 1 when it did, 0 when the sizes do not
  * allow it (left as it is), -1 on an error (in cx->st). */
-static int emit_block(IrGraph *g, PassCtx *cx, IrNode *last, IrValue x, const float *const parts[TCRT_DWB_PARTS],
-                       IrValue bias, const IrValue *res, IrParams *p)
+static int emit_block(IrGraph *g, PassCtx *cx, IrNode *last, IrValue x,
+                      const float *const parts[TCRT_DWB_PARTS], IrValue bias, const IrValue *res, IrParams *p)
 {
     int64_t off[TCRT_DWB_PARTS], ci = ir_value_type(x)->shape.dims[3];
     const int64_t *q = p->i;
@@ -377,7 +393,8 @@ PassResult pass_dwfuse(IrGraph *g, PassCtx *cx)
                 int64_t off[TCRT_DWB_PARTS] = {0};
                 if (fused) {
                     tcrt_conv_dwblock_floats(TCRT_FUSE_EXPAND, ir_value_type(d->inputs[0])->shape.dims[3],
-                                             p.i[TCRT_CONV_COUT], p.i[TCRT_CONV_KH], p.i[TCRT_CONV_KW], 0, off);
+                                             p.i[TCRT_CONV_COUT], p.i[TCRT_CONV_KH], p.i[TCRT_CONV_KW], 0,
+                                             off);
                 } else {
                     p.i[TCRT_CONV_COUT] = w->dims[2];
                     p.i[TCRT_CONV_KH] = w->dims[0];
@@ -388,13 +405,12 @@ PassResult pass_dwfuse(IrGraph *g, PassCtx *cx)
                 p.i[TCRT_CONV_PACT] = n->p.i[TCRT_CONV_ACT];
                 p.f[2] = n->p.f[0];
                 const float *dv = d->inputs[1].node->data;
-                const float *parts[TCRT_DWB_PARTS] = {fused ? dv + off[TCRT_DWB_WE] : NULL,
-                                                      fused ? dv + off[TCRT_DWB_BE] : NULL,
-                                                      fused ? dv + off[TCRT_DWB_WD] : dv, n->inputs[1].node->data,
-                                                      n->inputs[2].node->data};
+                const float *parts[TCRT_DWB_PARTS] = {
+                    fused ? dv + off[TCRT_DWB_WE] : NULL, fused ? dv + off[TCRT_DWB_BE] : NULL,
+                    fused ? dv + off[TCRT_DWB_WD] : dv, n->inputs[1].node->data, n->inputs[2].node->data};
                 IrValue db = d->n_inputs >= 3 ? d->inputs[2] : (IrValue){NULL, 0};
-                if ((r = emit_block(g, cx, n, d->inputs[0], parts, db, n->n_inputs == 4 ? &n->inputs[3] : NULL, &p)) >
-                    0)
+                if ((r = emit_block(g, cx, n, d->inputs[0], parts, db,
+                                    n->n_inputs == 4 ? &n->inputs[3] : NULL, &p)) > 0)
                     kill_fused(g, (IrNode *[]){n, d}, 2);
             }
             if (r < 0)

@@ -1232,8 +1232,15 @@ void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const
             ind[r] = x + (p0 + (r < mr ? r : mr - 1)) * C;
         for (int64_t col0 = 0; col0 < O; col0 += k.nr) {
             int64_t nc = O - col0 < k.nr ? O - col0 : k.nr;
-            TcrtKernEpi e = {bias ? bias + col0 : NULL, res ? res + p0 * O + col0 : NULL, O, act, alpha, false, false,
-                             NULL, 0};
+            TcrtKernEpi e = {bias ? bias + col0 : NULL,
+                             res ? res + p0 * O + col0 : NULL,
+                             O,
+                             act,
+                             alpha,
+                             false,
+                             false,
+                             NULL,
+                             0};
             k.fn(mr, nc, 1, C, ind, w + col0 / TCRT_PACK_NR * C * TCRT_PACK_NR, C * TCRT_PACK_NR,
                  y + p0 * O + col0, O, &e);
         }

@@ -45,8 +45,9 @@ static inline __m256i lane_mask(int64_t n)
 /* Epilogue of one row's 16 columns (lo, hi) into dst; a partial row (nc <
  * 16) loads and stores through lane masks (m: lanes [0, nc) of lo, then of
  * hi), so nothing past column nc is read or written. */
-static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi, float *dst, const float *res, int64_t nc,
-                             const __m256i m[2], const TcrtKernEpi *e)
+static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi, float *dst,
+                                                            const float *res, int64_t nc, const __m256i m[2],
+                                                            const TcrtKernEpi *e)
 {
     if (nc >= 16) {
         if (e->bias) {

@@ -131,7 +131,8 @@ void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const
  * expanded rows: the window's span (kh-1)*dh+1 rounded up to a power of two
  * (passes/pack.c sizes it too). */
 size_t tcrt_dwblock_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
-tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
+tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                             const tcrt_params *p);
 int64_t tcrt_dwblock_ring_rows(int64_t kh, int64_t dh);
 
 /* GEMM for tcrt_fast_matmul: C[M,N] (row stride N) = act(A[M,K] (row stride

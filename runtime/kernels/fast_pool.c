@@ -446,13 +446,14 @@ enum { DWB_SLOTS = 4, DWB_BANDS = 4 };
 
 typedef struct DwBlock {
     Dw d;
-    const float *x, *we, *be, *wp, *bp, *res; /* block input [N,H,W,CI]; expansion, projection; final residual */
-    float *y;                                 /* block output [N,OH,OW,CO] */
+    const float *x, *we, *be, *wp, *bp,
+        *res; /* block input [N,H,W,CI]; expansion, projection; final residual */
+    float *y; /* block output [N,OH,OW,CO] */
     int64_t CI, CO, eact, pact;
     float ealpha, palpha;
     bool expand, project;
-    float *ws;                   /* per thread tid: ring then row buffer, at ws + tid * slot */
-    int64_t ring_floats, slot;   /* floats */
+    float *ws;                 /* per thread tid: ring then row buffer, at ws + tid * slot */
+    int64_t ring_floats, slot; /* floats */
     int64_t bands, per_band;
 } DwBlock;
 
@@ -471,15 +472,16 @@ int64_t tcrt_dwblock_ring_rows(int64_t kh, int64_t dh)
 
 /* Fills b from the call (pointers aside from the workspace); false when it
  * is not a fused conv this kernel handles. */
-static bool dwblock_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p, DwBlock *b)
+static bool dwblock_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p,
+                         DwBlock *b)
 {
     memset(b, 0, sizeof *b);
     if (!in || !out || !p || n_in < 3 || n_in > 4 || p->i[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DWBLOCK ||
         !p->i[TCRT_CONV_DEPTHWISE])
         return false;
     const tcrt_tensor *x = &in[0], *w = &in[1];
-    bool ok = x->rank == 4 && w->rank == 1 && out->rank == 4 && x->dtype == TCRT_F32 && w->dtype == TCRT_F32 &&
-              out->dtype == TCRT_F32;
+    bool ok = x->rank == 4 && w->rank == 1 && out->rank == 4 && x->dtype == TCRT_F32 &&
+              w->dtype == TCRT_F32 && out->dtype == TCRT_F32;
     for (int k = 2; k < n_in && ok; k++)
         ok = in[k].dtype == TCRT_F32;
     if (!ok)
@@ -558,8 +560,8 @@ static void dwblock_task(void *ctx, int64_t task, int tid)
              * before the span are skipped (a stride longer than the span) */
             int64_t first = base + k0 * d.dh, last = base + (k1 - 1) * d.dh;
             for (int64_t ih = made + 1 > first ? made + 1 : first; ih <= last; ih++)
-                tcrt_pconv_rows(b->x + (n * d.H + ih) * d.W * b->CI, d.W, b->CI, b->we, b->be, d.C, (int)b->eact,
-                                b->ealpha, NULL, ring + (ih & (d.ring_n - 1)) * d.W * d.C);
+                tcrt_pconv_rows(b->x + (n * d.H + ih) * d.W * b->CI, d.W, b->CI, b->we, b->be, d.C,
+                                (int)b->eact, b->ealpha, NULL, ring + (ih & (d.ring_n - 1)) * d.W * d.C);
             made = last > made ? last : made;
         }
         dw_row_m1(&d, n, oh, k0, k1);
@@ -571,14 +573,16 @@ static void dwblock_task(void *ctx, int64_t task, int tid)
     }
 }
 
-tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
+tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
+                             const tcrt_params *p)
 {
     DwBlock b;
     if (n_out < 1)
         return tcrt_ref_conv2d(in, n_in, out, n_out, p);
     if (n_out < 2 || !dwblock_geom(in, n_in, out, p, &b) || !b.x || !b.d.w || !b.d.bias || !b.y ||
         (n_in == 4 && !b.res) || !out[1].data ||
-        (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < tcrt_dwblock_workspace(in, n_in, out, p))
+        (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) <
+            tcrt_dwblock_workspace(in, n_in, out, p))
         return tcrt_ref_conv2d(in, n_in, out, 1, p);
     b.ws = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
     b.d.isa = tcrt_kern_isa();

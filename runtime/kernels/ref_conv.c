@@ -208,7 +208,8 @@ static tcrt_status ref_conv2d_dwblock(const tcrt_tensor *in, int n_in, tcrt_tens
                 int64_t y0 = ((n * OH + oh) * OW + ow) * O;
                 if (!proj) {
                     for (int64_t ch = 0; ch < r.CE; ch++) {
-                        double v = dwb_sum(&r, n, oh, ow, ch) + (r.B ? r.B[ch] : 0.0) + (R ? R[y0 + ch] : 0.0);
+                        double v =
+                            dwb_sum(&r, n, oh, ow, ch) + (r.B ? r.B[ch] : 0.0) + (R ? R[y0 + ch] : 0.0);
                         Y[y0 + ch] = (float)k_act(v, r.act, r.alpha);
                     }
                     continue;
@@ -222,8 +223,10 @@ static tcrt_status ref_conv2d_dwblock(const tcrt_tensor *in, int n_in, tcrt_tens
                         double d = k_act(dwb_sum(&r, n, oh, ow, ch) + (r.B ? r.B[ch] : 0.0), r.act, r.alpha);
                         for (int64_t j = 0; j < nb; j++) {
                             int64_t o = o0 + j;
-                            acc[j] += d * (double)WP[((o / TCRT_PACK_NR) * r.CE + ch) * TCRT_PACK_NR +
-                                                     o % TCRT_PACK_NR];
+                            acc[j] +=
+                                d *
+                                (double)
+                                    WP[((o / TCRT_PACK_NR) * r.CE + ch) * TCRT_PACK_NR + o % TCRT_PACK_NR];
                         }
                     }
                     for (int64_t j = 0; j < nb; j++)

@@ -564,14 +564,17 @@ START_TEST(test_pipeline_table_and_disable)
     const char *bogus[] = {"fusion"};
     PipelineOptions bad = {.disabled = bogus, .n_disabled = 1};
     ck_assert(!pass_run_pipeline(g, &bad, &st));
-    ck_assert_str_eq(st.msg, "--disable-pass: unknown pass 'fusion' (passes: state, fold, cse, dce, layout, fuse, winograd, pack, "
-                     "dwfuse, memplan)");
+    ck_assert_str_eq(
+        st.msg,
+        "--disable-pass: unknown pass 'fusion' (passes: state, fold, cse, dce, layout, fuse, winograd, pack, "
+        "dwfuse, memplan)");
     Status st2 = ST_INIT;
     PipelineOptions bad2 = {.dump_after = "csee", .dump_dir = "/tmp"};
     ck_assert(!pass_run_pipeline(g, &bad2, &st2));
-    ck_assert_str_eq(st2.msg,
-                     "--dump-after: unknown pass 'csee' (passes: state, fold, cse, dce, layout, fuse, winograd, pack, "
-                     "dwfuse, memplan, or all)");
+    ck_assert_str_eq(
+        st2.msg,
+        "--dump-after: unknown pass 'csee' (passes: state, fold, cse, dce, layout, fuse, winograd, pack, "
+        "dwfuse, memplan, or all)");
     ir_graph_free(g);
 }
 END_TEST
@@ -586,8 +589,8 @@ START_TEST(test_pipeline_dumps)
     PipelineOptions o = {.dump_after = "all", .dump_dir = dir, .verify_each = true};
     Status st = ST_INIT;
     ck_assert_msg(pass_run_pipeline(g, &o, &st), "%s", st.msg);
-    const char *names[] = {"01-state", "02-fold", "03-cse",  "04-dce",
-                           "05-layout", "06-fuse", "07-winograd", "08-pack", "09-dwfuse", "10-memplan"};
+    const char *names[] = {"01-state", "02-fold",     "03-cse",  "04-dce",    "05-layout",
+                           "06-fuse",  "07-winograd", "08-pack", "09-dwfuse", "10-memplan"};
     for (int i = 0; i < 10; i++) {
         char f[64];
         snprintf(f, sizeof f, "%s.ir", names[i]);

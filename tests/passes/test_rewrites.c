@@ -623,16 +623,18 @@ static IrGraph *dw_block_graph(int h, int w, int ce, int s, bool proj, bool fetc
         wp[i] = (float)((i * 3) % 7 - 3) / 32.0f;
     for (int i = 0; i < ce; i++)
         b[i] = (float)(i % 5) / 4.0f;
-    int oh = (h + s - 1) / s, ow = (w + s - 1) / s, pb = (oh - 1) * s + 3 - h - 1, pr = (ow - 1) * s + 3 - w - 1;
+    int oh = (h + s - 1) / s, ow = (w + s - 1) / s, pb = (oh - 1) * s + 3 - h - 1,
+        pr = (ow - 1) * s + 3 - w - 1;
     size_t tn = (size_t)(nwe + nwd + nwp + 2 * ce) * 8 + 4096;
     char *text = malloc(tn), *h1 = malloc((size_t)nwe * 8 + 16), *h2 = malloc((size_t)nwd * 8 + 16),
          *h3 = malloc((size_t)ce * 8 + 16), *h4 = malloc((size_t)nwp * 8 + 16), tail[256] = "";
     if (proj)
-        snprintf(tail, sizeof tail,
-                 "%%6 = const() : f32[1,1,%d,24] = %%s\n"
-                 "%%7 = const() : f32[24] = %%s\n"
-                 "%%8 = conv2d(%%5, %%6, %%7) {i=[1,1,1,1,0,0,0,0,0,0]} : f32[1,%d,%d,24]  # project (Conv)\n",
-                 ce, oh, ow);
+        snprintf(
+            tail, sizeof tail,
+            "%%6 = const() : f32[1,1,%d,24] = %%s\n"
+            "%%7 = const() : f32[24] = %%s\n"
+            "%%8 = conv2d(%%5, %%6, %%7) {i=[1,1,1,1,0,0,0,0,0,0]} : f32[1,%d,%d,24]  # project (Conv)\n",
+            ce, oh, ow);
     char *ptail = malloc(tn);
     snprintf(ptail, tn, tail, hexf(h4, wp, nwp), hexf(h3, b, 24));
     snprintf(text, tn,
@@ -643,12 +645,13 @@ static IrGraph *dw_block_graph(int h, int w, int ce, int s, bool proj, bool fetc
              "%%3 = conv2d(%%0, %%1, %%2) {i=[1,1,1,1,0,0,0,0,0,2]} : f32[1,%d,%d,%d]  # expand (Conv)\n"
              "%%4 = const() : f32[3,3,%d,1] = %s\n"
              "%%5 = conv2d(%%3, %%4, %%2) {i=[%d,%d,1,1,1,1,%d,%d,1,2]} : f32[1,%d,%d,%d]  # dw (Conv)\n%s",
-             proj ? 8 : 5, fetch_e ? "fetch \"e\" %3\n" : "", h, w, ce, hexf(h1, we, nwe), ce, hexf(h3, b, ce), h,
-             w, ce, ce, hexf(h2, wd, nwd), s, s, pb, pr, oh, ow, ce, ptail);
+             proj ? 8 : 5, fetch_e ? "fetch \"e\" %3\n" : "", h, w, ce, hexf(h1, we, nwe), ce,
+             hexf(h3, b, ce), h, w, ce, ce, hexf(h2, wd, nwd), s, s, pb, pr, oh, ow, ce, ptail);
     IrGraph *g = parse(text);
     for (int i = 0; i < h * w * 16; i++)
         xd[i] = (float)((i * 3) % 13 - 6) / 4.0f;
-    float *e = malloc(sizeof(float) * (size_t)(h * w * ce)), *d = malloc(sizeof(float) * (size_t)(oh * ow * ce));
+    float *e = malloc(sizeof(float) * (size_t)(h * w * ce)),
+          *d = malloc(sizeof(float) * (size_t)(oh * ow * ce));
     IrNode *last = fetched(g, 0), *dw = proj ? last->inputs[0].node : last;
     run_conv(dw->inputs[0].node, xd, NULL, e);
     run_conv(dw, e, NULL, proj ? d : y0);
@@ -676,7 +679,8 @@ START_TEST(test_dwfuse_pass)
                {64, 128, 2, true, TCRT_FUSE_EXPAND | TCRT_FUSE_PROJECT}};
     for (size_t k = 0; k < sizeof yes / sizeof yes[0]; k++) {
         int hw = yes[k].hw, ce = yes[k].ce, o = (hw + yes[k].s - 1) / yes[k].s, co = yes[k].proj ? 24 : ce;
-        float *xd = malloc(sizeof(float) * (size_t)(hw * hw * 16)), *y0 = malloc(sizeof(float) * (size_t)(o * o * co)),
+        float *xd = malloc(sizeof(float) * (size_t)(hw * hw * 16)),
+              *y0 = malloc(sizeof(float) * (size_t)(o * o * co)),
               *y1 = malloc(sizeof(float) * (size_t)(o * o * co));
         IrGraph *g = dw_block_graph(hw, hw, ce, yes[k].s, yes[k].proj, false, xd, y0);
         ck_assert_int_eq(run_pass(g, pass_dwfuse), PASS_SAME); /* the 1x1 convs are not packed yet */
@@ -758,8 +762,8 @@ START_TEST(test_dwfuse_no_bias)
              "%%2 = conv2d(%%0, %%1) {i=[1,1,1,1,1,1,1,1,1,0]} : f32[1,%d,%d,%d]\n"
              "%%3 = const() : f32[1,1,%d,%d] = %s\n%%4 = const() : f32[%d] = %s\n"
              "%%5 = conv2d(%%2, %%3, %%4) {i=[1,1,1,1,0,0,0,0,0,1]} : f32[1,%d,%d,%d]\n",
-             HW, HW, CE, CE, hexf(h1, wd, 9 * CE), HW, HW, CE, CE, CO, hexf(h2, wp, CE * CO), CO, hexf(h3, bp, CO),
-             HW, HW, CO);
+             HW, HW, CE, CE, hexf(h1, wd, 9 * CE), HW, HW, CE, CE, CO, hexf(h2, wp, CE * CO), CO,
+             hexf(h3, bp, CO), HW, HW, CO);
     IrGraph *g = parse(text);
     float *xd = malloc(sizeof(float) * HW * HW * CE), *d = malloc(sizeof(float) * HW * HW * CE),
           *y0 = malloc(sizeof(float) * HW * HW * CO), *y1 = malloc(sizeof(float) * HW * HW * CO);
@@ -823,25 +827,29 @@ START_TEST(test_conv_shape_rule_errors)
      * the wrong length: Cin 1 -> Ce 2 with a 3x3 window needs 16 + 2 + 18 =
      * 36 floats */
     Status st7 = ST_INIT;
-    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[35]\n"
-                                "%2 = arg() {i=[2]} : f32[2]\n"
-                                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,1]} : f32[1,4,4,2]\n",
-                                "bad.ir", &st7));
-    ck_assert_msg(strstr(st7.msg, "fused depthwise filter [35] does not fit input [1,4,4,1] with fuse bits 1, "
-                                  "2 depthwise channels, a 3x3 window and 0 projected channels"),
+    ck_assert_ptr_null(
+        ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[35]\n"
+                 "%2 = arg() {i=[2]} : f32[2]\n"
+                 "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,1]} : f32[1,4,4,2]\n",
+                 "bad.ir", &st7));
+    ck_assert_msg(strstr(st7.msg,
+                         "fused depthwise filter [35] does not fit input [1,4,4,1] with fuse bits 1, "
+                         "2 depthwise channels, a 3x3 window and 0 projected channels"),
                   "%s", st7.msg);
     Status st8 = ST_INIT;
-    IrGraph *g = ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[36]\n%2 = arg() {i=[2]} : f32[2]\n"
-                          "%3 = conv2d(%0, %1, %2) {i=[2,2,1,1,1,1,0,0,1,0,4,2,3,3,2,1]} : f32[1,2,2,2]\n",
-                          "ok.ir", &st8);
+    IrGraph *g =
+        ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[36]\n%2 = arg() {i=[2]} : f32[2]\n"
+                 "%3 = conv2d(%0, %1, %2) {i=[2,2,1,1,1,1,0,0,1,0,4,2,3,3,2,1]} : f32[1,2,2,2]\n",
+                 "ok.ir", &st8);
     ck_assert_msg(g != NULL, "%s", st8.msg);
     ir_graph_free(g);
     /* its expansion activation is checked like the conv's */
     Status st9 = ST_INIT;
-    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[36]\n"
-                                "%2 = arg() {i=[2]} : f32[2]\n"
-                                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,9,1]} : f32[1,4,4,2]\n",
-                                "bad.ir", &st9));
+    ck_assert_ptr_null(
+        ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[36]\n"
+                 "%2 = arg() {i=[2]} : f32[2]\n"
+                 "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,9,1]} : f32[1,4,4,2]\n",
+                 "bad.ir", &st9));
     ck_assert_msg(strstr(st9.msg, "unknown fused activation 9"), "%s", st9.msg);
     /* a projection only (fuse bits 2): Ce 2 -> Co 3 with a 3x3 window needs
      * 18 + 2*16 + 3 = 53 floats; the output has Co channels, and the input
@@ -854,16 +862,18 @@ START_TEST(test_conv_shape_rule_errors)
     ck_assert_msg(g != NULL, "%s", st10.msg);
     ir_graph_free(g);
     Status st11 = ST_INIT;
-    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,4,4,3]\n%1 = arg() {i=[1]} : f32[53]\n%2 = arg() {i=[2]} : f32[2]\n"
-                                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,2,3,1]} : f32[1,4,4,3]\n",
-                                "bad.ir", &st11));
-    ck_assert_msg(strstr(st11.msg, "fused depthwise filter [53] does not fit input [1,4,4,3] with fuse bits 2"), "%s",
-                  st11.msg);
+    ck_assert_ptr_null(
+        ir_parse("%0 = arg() : f32[1,4,4,3]\n%1 = arg() {i=[1]} : f32[53]\n%2 = arg() {i=[2]} : f32[2]\n"
+                 "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,2,3,1]} : f32[1,4,4,3]\n",
+                 "bad.ir", &st11));
+    ck_assert_msg(
+        strstr(st11.msg, "fused depthwise filter [53] does not fit input [1,4,4,3] with fuse bits 2"), "%s",
+        st11.msg);
     /* a packed conv parses back (shape [1,2,2,17] from COUT) */
     Status st3 = ST_INIT;
     g = ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[2,1,1,1,16]\n"
-                          "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,1,17]} : f32[1,2,2,17]\n",
-                          "ok.ir", &st3);
+                 "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,1,17]} : f32[1,2,2,17]\n",
+                 "ok.ir", &st3);
     ck_assert_msg(g != NULL, "%s", st3.msg);
     ir_graph_free(g);
 }

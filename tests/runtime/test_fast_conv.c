@@ -316,7 +316,6 @@ START_TEST(conv_winograd)
 }
 END_TEST
 
-
 /* ---- depthwise conv with fused 1x1 convs (TCRT_CONV_PACK_DWBLOCK) ---- */
 
 typedef struct DwbCase {
@@ -370,8 +369,10 @@ static void run_dwb(const DwbCase *c, const char *name)
         memcpy(e, x, (size_t)ne * sizeof(float));
     }
     tcrt_params q = p;
-    q.i[TCRT_CONV_SH] = c->sh, q.i[TCRT_CONV_SW] = c->sw, q.i[TCRT_CONV_DH] = c->dh, q.i[TCRT_CONV_DW] = c->dw;
-    q.i[TCRT_CONV_PT] = c->pt, q.i[TCRT_CONV_PL] = c->pl, q.i[TCRT_CONV_PB] = c->pb, q.i[TCRT_CONV_PR] = c->pr;
+    q.i[TCRT_CONV_SH] = c->sh, q.i[TCRT_CONV_SW] = c->sw, q.i[TCRT_CONV_DH] = c->dh,
+    q.i[TCRT_CONV_DW] = c->dw;
+    q.i[TCRT_CONV_PT] = c->pt, q.i[TCRT_CONV_PL] = c->pl, q.i[TCRT_CONV_PB] = c->pb,
+    q.i[TCRT_CONV_PR] = c->pr;
     q.i[TCRT_CONV_DEPTHWISE] = 1;
     q.i[TCRT_CONV_ACT] = c->act;
     q.f[0] = 0.125;
@@ -456,7 +457,8 @@ static void run_dwb(const DwbCase *c, const char *name)
             tcrt_kern_force_isa(prev);
         }
     tcrt_set_threads(1);
-    free(out[1].data), free(f), free(x), free(we), free(be), free(wd), free(bd), free(wp), free(bp), free(res);
+    free(out[1].data), free(f), free(x), free(we), free(be), free(wd), free(bd), free(wp), free(bp),
+        free(res);
     free(e), free(dv), free(ref), free(got);
 }
 
@@ -471,18 +473,25 @@ START_TEST(conv_dwblock)
         /* n  h   w  ci  ce kh kw sh sw dh dw pt pl pb pr fuse eact act co pact res */
         {"expand s1", {1, 9, 20, 16, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, E, R6, R6, 0, NONE, false}},
         {"expand s2 (TF SAME)", {1, 10, 17, 24, 40, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, E, R6, R6, 0, NONE, false}},
-        {"expand 5x5 residual", {2, 7, 11, 17, 100, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, E, LEAKY, NONE, 0, NONE, true}},
-        {"expand valid, cin 3", {1, 6, 9, 3, 20, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, E, NONE, RELU, 0, NONE, false}},
+        {"expand 5x5 residual",
+         {2, 7, 11, 17, 100, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, E, LEAKY, NONE, 0, NONE, true}},
+        {"expand valid, cin 3",
+         {1, 6, 9, 3, 20, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, E, NONE, RELU, 0, NONE, false}},
         {"expand dilation 2", {1, 8, 12, 8, 24, 3, 3, 1, 2, 2, 1, 2, 0, 1, 2, E, RELU, LEAKY, 0, NONE, true}},
         {"expand 1x3 stride 3", {1, 11, 5, 5, 33, 1, 3, 3, 1, 1, 1, 0, 1, 0, 1, E, R6, NONE, 0, NONE, false}},
         {"expand one row", {1, 1, 7, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, E, R6, R6, 0, NONE, true}},
         /* a projection after the depthwise conv (blazeface: 3x3 24 -> 1x1 24 + residual) */
-        {"project residual", {1, 12, 18, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, P, NONE, NONE, 24, RELU, true}},
-        {"project 5x5 s2, 17 -> 40", {2, 9, 13, 17, 17, 5, 5, 2, 2, 1, 1, 1, 2, 2, 1, P, NONE, R6, 40, NONE, false}},
-        {"project dilation 2, 8 -> 5", {1, 7, 9, 8, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, P, NONE, RELU, 5, LEAKY, true}},
+        {"project residual",
+         {1, 12, 18, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, P, NONE, NONE, 24, RELU, true}},
+        {"project 5x5 s2, 17 -> 40",
+         {2, 9, 13, 17, 17, 5, 5, 2, 2, 1, 1, 1, 2, 2, 1, P, NONE, R6, 40, NONE, false}},
+        {"project dilation 2, 8 -> 5",
+         {1, 7, 9, 8, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, P, NONE, RELU, 5, LEAKY, true}},
         /* the whole inverted residual block (MobileNetV2) */
-        {"expand + project residual", {1, 8, 19, 16, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, EP, R6, R6, 16, NONE, true}},
-        {"expand + project s2", {1, 11, 16, 24, 72, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, EP, R6, R6, 40, NONE, false}},
+        {"expand + project residual",
+         {1, 8, 19, 16, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, EP, R6, R6, 16, NONE, true}},
+        {"expand + project s2",
+         {1, 11, 16, 24, 72, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, EP, R6, R6, 40, NONE, false}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_dwb(&cases[i].c, cases[i].name);
