@@ -455,10 +455,5 @@ PassResult pass_fuse(IrGraph *g, PassCtx *cx)
         if (!n->dead && (fuse_pad(g, cx, n) || fuse_one(g, cx, n)))
             changed = true;
     }
-    g->fold_on_build = fold;
-    if (!st_ok(cx->st))
-        return PASS_FAILED;
-    if (changed)
-        ir_graph_compact(g);
-    return changed ? PASS_CHANGED : PASS_SAME;
+    return pass_finish_rewrite(g, cx, fold, changed);
 }

@@ -192,12 +192,7 @@ static PassResult pack_convs(IrGraph *g, PassCtx *cx, bool wino)
             w->dead = true;
         changed = true;
     }
-    g->fold_on_build = fold;
-    if (!st_ok(cx->st))
-        return PASS_FAILED;
-    if (changed)
-        ir_graph_compact(g);
-    return changed ? PASS_CHANGED : PASS_SAME;
+    return pass_finish_rewrite(g, cx, fold, changed);
 }
 
 /* ---- dwfuse ---- */
@@ -418,12 +413,7 @@ PassResult pass_dwfuse(IrGraph *g, PassCtx *cx)
             changed |= r > 0;
         }
     }
-    g->fold_on_build = fold;
-    if (!st_ok(cx->st))
-        return PASS_FAILED;
-    if (changed)
-        ir_graph_compact(g);
-    return changed ? PASS_CHANGED : PASS_SAME;
+    return pass_finish_rewrite(g, cx, fold, changed);
 }
 
 PassResult pass_winograd(IrGraph *g, PassCtx *cx)

@@ -255,6 +255,10 @@ void pass_clear_devices(IrGraph *g);
 
 const PassInfo *pass_pipeline(int *n);
 const PassInfo *pass_find(const char *name);
+/* The end of a rewriting pass that turned g->fold_on_build off: restores
+ * it to fold, compacts g when changed; PASS_FAILED when cx->st holds an
+ * error, else PASS_CHANGED or PASS_SAME. */
+PassResult pass_finish_rewrite(IrGraph *g, PassCtx *cx, bool fold, bool changed);
 
 typedef struct PipelineOptions {
     const char *dump_after;       /* pass name, "all" or NULL */

@@ -59,6 +59,16 @@ const PassInfo *pass_pipeline(int *n)
     return pipeline;
 }
 
+PassResult pass_finish_rewrite(IrGraph *g, PassCtx *cx, bool fold, bool changed)
+{
+    g->fold_on_build = fold;
+    if (!st_ok(cx->st))
+        return PASS_FAILED;
+    if (changed)
+        ir_graph_compact(g);
+    return changed ? PASS_CHANGED : PASS_SAME;
+}
+
 const PassInfo *pass_find(const char *name)
 {
     if (!name)
