@@ -230,6 +230,20 @@ START_TEST(conv_cases)
 }
 END_TEST
 
+/* Every width of the last Cout block's partial store: Cout 3..31 (the AVX2
+ * kernel's 1-7 lanes of the low half, a full low half, 1-7 lanes of the
+ * high half); Cin 72 keeps Cout <= 8 off the direct loops. */
+START_TEST(conv_cout_tails)
+{
+    for (int64_t cout = 3; cout <= 31; cout++) {
+        ConvCase c = {1, 3, 5, 72, 1, 1, cout, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU6};
+        char name[32];
+        snprintf(name, sizeof name, "cout %lld", (long long)cout);
+        run_conv_all(&c, name);
+    }
+}
+END_TEST
+
 /* Unpacked weights with a residual (the pack pass disabled): bias + residual +
  * activation after the Eigen GEMM, 1 and 2 threads, 1x1 and 3x3. */
 START_TEST(conv_unpacked_residual)
@@ -809,6 +823,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, conv_cases);
+    tcase_add_test(tc, conv_cout_tails);
     tcase_add_test(tc, conv_random);
     tcase_add_test(tc, conv_winograd);
     tcase_add_test(tc, conv_dwblock);
