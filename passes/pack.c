@@ -260,9 +260,7 @@ static IrNode *expansion_of(const IrGraph *g, const IrNode *n)
         ir_use_count(g, e) != 1)
         return NULL;
     const IrShape *w = &ir_value_type(n->inputs[1])->shape, *ex = &e->out[0].type.shape;
-    int64_t ce = ex->dims[3], span = (w->dims[0] - 1) * n->p.i[TCRT_CONV_DH] + 1, rows = 1;
-    while (rows < span) /* the kernel's ring: the window's span rounded up to a power of two */
-        rows *= 2;
+    int64_t ce = ex->dims[3], rows = tcrt_dwblock_ring_rows(w->dims[0], n->p.i[TCRT_CONV_DH]);
     if (ex->rank != 4 || ex->dims[0] * ex->dims[1] * ex->dims[2] * ce * 4 < DWF_EXP_MIN_BYTES ||
         ex->dims[2] < DWF_MIN_W || rows * ex->dims[2] * ce * 4 > DWF_MAX_RING)
         return NULL;

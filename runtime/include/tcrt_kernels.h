@@ -250,6 +250,10 @@ void tcrt_pack_conv_wino(const float *hwio, int64_t m, int64_t cin, int64_t cout
  * parts start (off[TCRT_DWB_*]; an absent part's offset is where it would
  * go). */
 enum { TCRT_DWB_WE, TCRT_DWB_BE, TCRT_DWB_WD, TCRT_DWB_WP, TCRT_DWB_BP, TCRT_DWB_PARTS };
+/* Rows of the fused kernel's per-thread ring of expanded rows (fast_pool.c;
+ * passes/pack.c bounds its size): the window's span (kh-1)*dh+1 rounded up
+ * to a power of two, so a row's slot is found by a mask. */
+int64_t tcrt_dwblock_ring_rows(int64_t kh, int64_t dh);
 int64_t tcrt_conv_dwblock_floats(int64_t fuse, int64_t cin, int64_t ce, int64_t kh, int64_t kw, int64_t co,
                                  int64_t off[TCRT_DWB_PARTS]);
 

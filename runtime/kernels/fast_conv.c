@@ -707,11 +707,7 @@ static void direct_run(const PConv *g, bool thin)
     Narrow q = {.g = g, .wt = wt, .n_rows = g->N * g->OH};
     for (int64_t j = 0; j < g->O && j < 8; j++)
         q.bias8[j] = g->bias ? g->bias[j] : 0.0f;
-    int64_t span = (g->KW - 1) * g->dw;
-    q.ow_in0 = div_up(g->pl, g->sw);
-    q.ow_in1 = g->W - 1 - span + g->pl < 0 ? 0 : (g->W - 1 - span + g->pl) / g->sw + 1;
-    q.ow_in1 = q.ow_in1 > g->OW ? g->OW : q.ow_in1;
-    q.ow_in1 = q.ow_in1 < q.ow_in0 ? q.ow_in0 : q.ow_in1;
+    tcrt_interior_cols(g->W, g->KW, g->sw, g->dw, g->pl, g->OW, &q.ow_in0, &q.ow_in1);
     q.per_task = split_rows(q.n_rows, q.n_rows * g->OW * g->O * tc);
     tcrt_parallel_tasks(div_up(q.n_rows, q.per_task), thin ? thin_task : narrow_task, &q);
 }

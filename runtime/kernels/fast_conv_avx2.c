@@ -112,9 +112,9 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
         dsth = nc >= 16 ? _mm256_loadu_ps(src + 8) : _mm256_maskload_ps(src + 8, m[1]);                      \
     }
 
-/* The k loop over taps of the conv kernel, NH 8-wide halves per row (2, or
- * 1 for a panel whose live columns fit the low half: nc <= 8 skips the
- * FMAs of columns that are never stored). */
+/* The k loop over taps of the conv kernel with FMA one row's step: FMA2
+ * both 8-wide halves, FMA1 the low half only (a panel whose live columns
+ * fit it: nc <= 8 skips the FMAs of columns that are never stored). */
 #define CONV_KLOOP(FMA)                                                                                      \
     for (int64_t t = 0; t < taps; t++, ind += TCRT_AVX2_MR) {                                                \
         ROWS6(LOADP)                                                                                         \

@@ -117,6 +117,21 @@ size_t tcrt_pconv_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *
 tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
                            const tcrt_params *p);
 
+/* Output columns [*in0, *in1) of a window KW wide (dilation dw, stride sw,
+ * left pad pl) over a row W wide whose taps all lie inside it: ow*sw - pl
+ * >= 0 and ow*sw - pl + (KW-1)*dw <= W-1; *in1 is clamped to [*in0, OW].
+ * The direct loops (fast_conv.c) and the depthwise kernels (fast_pool.c)
+ * take the columns outside with clipped taps. */
+static inline void tcrt_interior_cols(int64_t W, int64_t KW, int64_t sw, int64_t dw, int64_t pl, int64_t OW,
+                                      int64_t *in0, int64_t *in1)
+{
+    int64_t last = W - 1 - (KW - 1) * dw + pl;
+    *in0 = (pl + sw - 1) / sw;
+    *in1 = last < 0 ? 0 : last / sw + 1;
+    *in1 = *in1 > OW ? OW : *in1;
+    *in1 = *in1 < *in0 ? *in0 : *in1;
+}
+
 /* One 1x1 packed conv over n pixels on the calling thread:
  * y[p][0..O) (row stride O) = act(x[p][0..C) . w + bias + res[p]), x's
  * pixels C floats apart, w packed as a [1,1,C,O] filter
@@ -126,14 +141,11 @@ void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const
                      int act, float alpha, const float *res, float *y);
 
 /* The depthwise conv with fused 1x1 convs (TCRT_CONV_PACK_DWBLOCK,
- * fast_pool.c): workspace bytes, the kernel (reference fallback for what it
- * does not handle or a too small workspace), and the rows of its ring of
- * expanded rows: the window's span (kh-1)*dh+1 rounded up to a power of two
- * (passes/pack.c sizes it too). */
+ * fast_pool.c): workspace bytes and the kernel (reference fallback for what
+ * it does not handle or a too small workspace). */
 size_t tcrt_dwblock_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
 tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
                              const tcrt_params *p);
-int64_t tcrt_dwblock_ring_rows(int64_t kh, int64_t dh);
 
 /* GEMM for tcrt_fast_matmul: C[M,N] (row stride N) = act(A[M,K] (row stride
  * K) * op(B) + bias), B [K,N] or, when tb, [N,K]; B is packed into ws.

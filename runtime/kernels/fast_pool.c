@@ -422,14 +422,7 @@ tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_ten
     int64_t n_y = tcrt_tensor_count(out);
     if (n_y == 0 || tcrt_tensor_count(x) == 0)
         return n_y == 0 ? TCRT_OK : tcrt_ref_conv2d(in, n_in, out, n_out, p);
-    /* ow with every tap inside: ow*sw - pl >= 0 and ow*sw - pl + (KW-1)*dw <= W-1 */
-    int64_t span = (d.KW - 1) * d.dw;
-    d.ow_in0 = (d.pl + d.sw - 1) / d.sw;
-    d.ow_in1 = d.W - 1 - span + d.pl < 0 ? 0 : (d.W - 1 - span + d.pl) / d.sw + 1;
-    if (d.ow_in1 > d.OW)
-        d.ow_in1 = d.OW;
-    if (d.ow_in1 < d.ow_in0)
-        d.ow_in1 = d.ow_in0;
+    tcrt_interior_cols(d.W, d.KW, d.sw, d.dw, d.pl, d.OW, &d.ow_in0, &d.ow_in1);
     d.isa = tcrt_kern_isa();
     int64_t n_tasks = row_tasks(&d.rows, d.N * d.OH, n_y * d.KH * d.KW);
     tcrt_parallel_tasks(n_tasks, dw_task, &d);
@@ -539,12 +532,16 @@ static bool dwblock_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out
     return true;
 }
 
+/* Workspace bytes of b: alignment slack and DWB_SLOTS slots. */
+static size_t dwblock_ws_bytes(const DwBlock *b)
+{
+    return b->slot == 0 ? 0 : 64 + (size_t)DWB_SLOTS * (size_t)b->slot * sizeof(float);
+}
+
 size_t tcrt_dwblock_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p)
 {
     DwBlock b;
-    if (!dwblock_geom(in, n_in, out, p, &b) || b.slot == 0)
-        return 0;
-    return 64 + (size_t)DWB_SLOTS * (size_t)b.slot * sizeof(float);
+    return dwblock_geom(in, n_in, out, p, &b) ? dwblock_ws_bytes(&b) : 0;
 }
 
 static void dwblock_task(void *ctx, int64_t task, int tid)
@@ -590,19 +587,11 @@ tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
         return tcrt_ref_conv2d(in, n_in, out, n_out, p);
     if (n_out < 2 || !dwblock_geom(in, n_in, out, p, &b) || !b.x || !b.d.w || !b.d.bias || !b.y ||
         (n_in == 4 && !b.res) || !out[1].data ||
-        (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) <
-            tcrt_dwblock_workspace(in, n_in, out, p))
+        (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < dwblock_ws_bytes(&b))
         return tcrt_ref_conv2d(in, n_in, out, 1, p);
     b.ws = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
     b.d.isa = tcrt_kern_isa();
-    /* interior columns, as tcrt_fast_depthwise_conv2d */
-    int64_t span = (b.d.KW - 1) * b.d.dw;
-    b.d.ow_in0 = (b.d.pl + b.d.sw - 1) / b.d.sw;
-    b.d.ow_in1 = b.d.W - 1 - span + b.d.pl < 0 ? 0 : (b.d.W - 1 - span + b.d.pl) / b.d.sw + 1;
-    if (b.d.ow_in1 > b.d.OW)
-        b.d.ow_in1 = b.d.OW;
-    if (b.d.ow_in1 < b.d.ow_in0)
-        b.d.ow_in1 = b.d.ow_in0;
+    tcrt_interior_cols(b.d.W, b.d.KW, b.d.sw, b.d.dw, b.d.pl, b.d.OW, &b.d.ow_in0, &b.d.ow_in1);
     int64_t slots = tcrt_get_threads();
     slots = slots < 1 ? 1 : slots > DWB_SLOTS ? DWB_SLOTS : slots;
     b.bands = b.expand || slots == 1 ? slots : slots * DWB_BANDS;
