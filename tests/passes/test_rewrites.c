@@ -790,92 +790,70 @@ END_TEST
 
 /* ---- the conv2d shape rule on packed weights and residuals ---- */
 
-START_TEST(test_conv_shape_rule_errors)
+/* text must not parse, with an error message holding want. */
+static void parse_fails(const char *text, const char *want)
 {
     Status st = ST_INIT;
+    ck_assert_ptr_null(ir_parse(text, "bad.ir", &st));
+    ck_assert_msg(strstr(st.msg, want), "%s", st.msg);
+}
+
+/* text must parse (the shape rule accepts it). */
+static void parse_ok(const char *text)
+{
+    Status st = ST_INIT;
+    IrGraph *g = ir_parse(text, "ok.ir", &st);
+    ck_assert_msg(g != NULL, "%s", st.msg);
+    ir_graph_free(g);
+}
+
+START_TEST(test_conv_shape_rule_errors)
+{
     /* residual of the wrong shape */
-    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[1,1,1,2]\n"
-                                "%2 = arg() {i=[2]} : f32[2]\n%3 = arg() {i=[3]} : f32[1,2,2,1]\n"
-                                "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,0,0,0,0,0,0]} : f32[1,2,2,2]\n",
-                                "bad.ir", &st));
-    ck_assert_msg(strstr(st.msg, "residual shape [1,2,2,1] does not match the output [1,2,2,2]"), "%s", st.msg);
+    parse_fails("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[1,1,1,2]\n"
+                "%2 = arg() {i=[2]} : f32[2]\n%3 = arg() {i=[3]} : f32[1,2,2,1]\n"
+                "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,0,0,0,0,0,0]} : f32[1,2,2,2]\n",
+                "residual shape [1,2,2,1] does not match the output [1,2,2,2]");
     /* packed weights whose block count does not fit COUT */
-    Status st2 = ST_INIT;
-    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[2,1,1,1,16]\n"
-                                "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,1,2]} : f32[1,2,2,2]\n",
-                                "bad.ir", &st2));
-    ck_assert_msg(strstr(st2.msg, "packed filter [2,1,1,1,16] does not fit 2 output channels"), "%s", st2.msg);
+    parse_fails("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[2,1,1,1,16]\n"
+                "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,1,2]} : f32[1,2,2,2]\n",
+                "packed filter [2,1,1,1,16] does not fit 2 output channels");
     /* Winograd weights of the wrong transform size, or with a stride */
-    Status st4 = ST_INIT;
-    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[1,6,6,1,16]\n"
-                                "%2 = conv2d(%0, %1) {i=[1,1,1,1,1,1,1,1,0,0,2,2]} : f32[1,4,4,2]\n",
-                                "bad.ir", &st4));
-    ck_assert_msg(strstr(st4.msg, "Winograd filter [1,6,6,1,16] needs a 4x4 transform, strides and dilations 1"),
-                  "%s", st4.msg);
-    Status st5 = ST_INIT;
-    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[1,6,6,1,16]\n"
-                                "%2 = conv2d(%0, %1) {i=[2,2,1,1,1,1,1,1,0,0,3,2]} : f32[1,2,2,2]\n",
-                                "bad.ir", &st5));
-    ck_assert_msg(strstr(st5.msg, "needs a 6x6 transform, strides and dilations 1"), "%s", st5.msg);
+    parse_fails("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[1,6,6,1,16]\n"
+                "%2 = conv2d(%0, %1) {i=[1,1,1,1,1,1,1,1,0,0,2,2]} : f32[1,4,4,2]\n",
+                "Winograd filter [1,6,6,1,16] needs a 4x4 transform, strides and dilations 1");
+    parse_fails("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[1,6,6,1,16]\n"
+                "%2 = conv2d(%0, %1) {i=[2,2,1,1,1,1,1,1,0,0,3,2]} : f32[1,2,2,2]\n",
+                "needs a 6x6 transform, strides and dilations 1");
     /* a packed-weight kind the runtime does not know */
-    Status st6 = ST_INIT;
-    ck_assert_ptr_null(ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[1,1,1,1,16]\n"
-                                "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,5,2]} : f32[1,2,2,2]\n",
-                                "bad.ir", &st6));
-    ck_assert_msg(strstr(st6.msg, "unknown packed filter kind 5"), "%s", st6.msg);
+    parse_fails("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[1,1,1,1,16]\n"
+                "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,5,2]} : f32[1,2,2,2]\n",
+                "unknown packed filter kind 5");
     /* a fused depthwise filter (TCRT_CONV_PACK_DWBLOCK, expansion only) of
      * the wrong length: Cin 1 -> Ce 2 with a 3x3 window needs 16 + 2 + 18 =
      * 36 floats */
-    Status st7 = ST_INIT;
-    ck_assert_ptr_null(
-        ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[35]\n"
-                 "%2 = arg() {i=[2]} : f32[2]\n"
-                 "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,1]} : f32[1,4,4,2]\n",
-                 "bad.ir", &st7));
-    ck_assert_msg(strstr(st7.msg,
-                         "fused depthwise filter [35] does not fit input [1,4,4,1] with fuse bits 1, "
-                         "2 depthwise channels, a 3x3 window and 0 projected channels"),
-                  "%s", st7.msg);
-    Status st8 = ST_INIT;
-    IrGraph *g =
-        ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[36]\n%2 = arg() {i=[2]} : f32[2]\n"
-                 "%3 = conv2d(%0, %1, %2) {i=[2,2,1,1,1,1,0,0,1,0,4,2,3,3,2,1]} : f32[1,2,2,2]\n",
-                 "ok.ir", &st8);
-    ck_assert_msg(g != NULL, "%s", st8.msg);
-    ir_graph_free(g);
+    parse_fails("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[35]\n%2 = arg() {i=[2]} : f32[2]\n"
+                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,1]} : f32[1,4,4,2]\n",
+                "fused depthwise filter [35] does not fit input [1,4,4,1] with fuse bits 1, "
+                "2 depthwise channels, a 3x3 window and 0 projected channels");
+    parse_ok("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[36]\n%2 = arg() {i=[2]} : f32[2]\n"
+             "%3 = conv2d(%0, %1, %2) {i=[2,2,1,1,1,1,0,0,1,0,4,2,3,3,2,1]} : f32[1,2,2,2]\n");
     /* its expansion activation is checked like the conv's */
-    Status st9 = ST_INIT;
-    ck_assert_ptr_null(
-        ir_parse("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[36]\n"
-                 "%2 = arg() {i=[2]} : f32[2]\n"
-                 "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,9,1]} : f32[1,4,4,2]\n",
-                 "bad.ir", &st9));
-    ck_assert_msg(strstr(st9.msg, "unknown fused activation 9"), "%s", st9.msg);
+    parse_fails("%0 = arg() : f32[1,4,4,1]\n%1 = arg() {i=[1]} : f32[36]\n%2 = arg() {i=[2]} : f32[2]\n"
+                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,9,1]} : f32[1,4,4,2]\n",
+                "unknown fused activation 9");
     /* a projection only (fuse bits 2): Ce 2 -> Co 3 with a 3x3 window needs
      * 18 + 2*16 + 3 = 53 floats; the output has Co channels, and the input
      * Ce */
-    Status st10 = ST_INIT;
-    g = ir_parse("%0 = arg() : f32[1,4,4,2]\n%1 = arg() {i=[1]} : f32[53]\n%2 = arg() {i=[2]} : f32[2]\n"
-                 "%3 = arg() {i=[3]} : f32[1,4,4,3]\n"
-                 "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,2,3,1]} : f32[1,4,4,3]\n",
-                 "ok.ir", &st10);
-    ck_assert_msg(g != NULL, "%s", st10.msg);
-    ir_graph_free(g);
-    Status st11 = ST_INIT;
-    ck_assert_ptr_null(
-        ir_parse("%0 = arg() : f32[1,4,4,3]\n%1 = arg() {i=[1]} : f32[53]\n%2 = arg() {i=[2]} : f32[2]\n"
-                 "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,2,3,1]} : f32[1,4,4,3]\n",
-                 "bad.ir", &st11));
-    ck_assert_msg(
-        strstr(st11.msg, "fused depthwise filter [53] does not fit input [1,4,4,3] with fuse bits 2"), "%s",
-        st11.msg);
+    parse_ok("%0 = arg() : f32[1,4,4,2]\n%1 = arg() {i=[1]} : f32[53]\n%2 = arg() {i=[2]} : f32[2]\n"
+             "%3 = arg() {i=[3]} : f32[1,4,4,3]\n"
+             "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,2,3,1]} : f32[1,4,4,3]\n");
+    parse_fails("%0 = arg() : f32[1,4,4,3]\n%1 = arg() {i=[1]} : f32[53]\n%2 = arg() {i=[2]} : f32[2]\n"
+                "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,2,3,1]} : f32[1,4,4,3]\n",
+                "fused depthwise filter [53] does not fit input [1,4,4,3] with fuse bits 2");
     /* a packed conv parses back (shape [1,2,2,17] from COUT) */
-    Status st3 = ST_INIT;
-    g = ir_parse("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[2,1,1,1,16]\n"
-                 "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,1,17]} : f32[1,2,2,17]\n",
-                 "ok.ir", &st3);
-    ck_assert_msg(g != NULL, "%s", st3.msg);
-    ir_graph_free(g);
+    parse_ok("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[2,1,1,1,16]\n"
+             "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,1,17]} : f32[1,2,2,17]\n");
 }
 END_TEST
 
