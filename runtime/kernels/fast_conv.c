@@ -192,7 +192,7 @@ static Kern pick_kernel(int isa)
     Kern k = {ukernel_portable, TCRT_PORTABLE_MR, TCRT_PORTABLE_NR};
 #if TCRT_ISA_MAX >= TCRT_ISA_AVX2
     if (isa == TCRT_ISA_AVX2)
-        k = (Kern){tcrt_ukernel_avx2, TCRT_AVX2_MR, TCRT_AVX2_NR};
+        k = (Kern){tcrt_ukernel_avx2, TCRT_AVX2_MR, TCRT_AVX2_CONV_NR};
 #endif
 #if TCRT_ISA_MAX >= TCRT_ISA_AVX512
     if (isa == TCRT_ISA_AVX512)

@@ -18,16 +18,18 @@
 
 #define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
-static inline __attribute__((always_inline)) __m256 apply_act(__m256 v, const TcrtKernEpi *e)
+/* act is a constant at every call (STORE6 expands one copy per activation),
+ * so the switch folds away. */
+static inline __attribute__((always_inline)) __m256 apply_act(__m256 v, int act, float alpha)
 {
-    switch (e->act) {
+    switch (act) {
     case TCRT_ACT_RELU:
         return _mm256_max_ps(v, _mm256_setzero_ps());
     case TCRT_ACT_RELU6:
         return _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
     case TCRT_ACT_LEAKY: {
         __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
-        return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(e->alpha)), neg);
+        return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(alpha)), neg);
     }
     default:
         return v;
@@ -63,12 +65,22 @@ static inline __attribute__((always_inline)) void store_part(float *dst, __m256 
         _mm_store_ss(dst, q);
 }
 
+/* The epilogue's inputs, copied out of the caller's TcrtKernEpi into
+ * locals: the stores to C could alias the struct, which made the compiler
+ * reload its fields after every row's stores. */
+typedef struct Epi {
+    const float *bias; /* added at the store (NULL: none, or already in the accumulators) */
+    const float *res;
+    int64_t ldr;
+    float alpha;
+} Epi;
+
 /* Epilogue of one row's 16 columns (lo, hi) into dst; a partial row (nc <
  * 16) loads through lane masks (m: lanes [0, nc) of lo, then of hi) and
  * stores by store_part, so nothing past column nc is read or written. */
 static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi, float *dst,
                                                             const float *res, int64_t nc, const __m256i m[2],
-                                                            const TcrtKernEpi *e)
+                                                            const Epi *e, int act)
 {
     if (nc >= 16) {
         if (e->bias) {
@@ -79,8 +91,8 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
             lo = _mm256_add_ps(lo, _mm256_loadu_ps(res));
             hi = _mm256_add_ps(hi, _mm256_loadu_ps(res + 8));
         }
-        _mm256_storeu_ps(dst, apply_act(lo, e));
-        _mm256_storeu_ps(dst + 8, apply_act(hi, e));
+        _mm256_storeu_ps(dst, apply_act(lo, act, e->alpha));
+        _mm256_storeu_ps(dst + 8, apply_act(hi, act, e->alpha));
         return;
     }
     if (e->bias)
@@ -92,17 +104,35 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
      * (measured, 1x1 24 -> 24 at 128x128: 0.72 ms with it, 0.50 ms
      * without) */
     if (nc >= 8)
-        _mm256_storeu_ps(dst, apply_act(lo, e));
+        _mm256_storeu_ps(dst, apply_act(lo, act, e->alpha));
     else
-        store_part(dst, apply_act(lo, e), nc);
+        store_part(dst, apply_act(lo, act, e->alpha), nc);
     if (nc > 8) {
         if (e->bias)
             hi = _mm256_add_ps(hi, _mm256_maskload_ps(e->bias + 8, m[1]));
         if (res)
             hi = _mm256_add_ps(hi, _mm256_maskload_ps(res + 8, m[1]));
-        store_part(dst + 8, apply_act(hi, e), nc - 8);
+        store_part(dst + 8, apply_act(hi, act, e->alpha), nc - 8);
     }
 }
+
+/* The stores of all six rows, one copy per activation so that apply_act's
+ * switch is resolved at compile time (act read once, not per row). */
+#define STORE(r, ACT)                                                                                        \
+    if (r < mr)                                                                                              \
+        store_row(c##r##l, c##r##h, c + r * ldc, ev.res ? ev.res + r * ev.ldr : NULL, nc, m, &ev, ACT);
+#define STORE6(ACT) STORE(0, ACT) STORE(1, ACT) STORE(2, ACT) STORE(3, ACT) STORE(4, ACT) STORE(5, ACT)
+#define STORE_ALL(act)                                                                                       \
+    switch (act) {                                                                                           \
+    case TCRT_ACT_RELU:                                                                                      \
+        STORE6(TCRT_ACT_RELU) break;                                                                         \
+    case TCRT_ACT_RELU6:                                                                                     \
+        STORE6(TCRT_ACT_RELU6) break;                                                                        \
+    case TCRT_ACT_LEAKY:                                                                                     \
+        STORE6(TCRT_ACT_LEAKY) break;                                                                        \
+    default:                                                                                                 \
+        STORE6(TCRT_ACT_NONE) break;                                                                         \
+    }
 
 /* Row r of C into (dstl, dsth) (load_c): a partial row through the masks. */
 #define LOAD_ROW(r, dstl, dsth)                                                                              \
@@ -136,12 +166,29 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
         }                                                                                                    \
     }
 
-void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
-                       const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
+/* One 16-column panel of the conv kernel: columns [col, col + nc) of the
+ * caller's block (nc <= 16), weights b (the panel), prefetch range [pf,
+ * pf_last]. */
+static inline __attribute__((always_inline)) void conv_panel(int64_t mr, int64_t nc, int64_t taps, int64_t kc,
+                                                             const float *const *ind, const float *b,
+                                                             float *c, int64_t ldc, const TcrtKernEpi *epi,
+                                                             int64_t col, const char *pf, const char *pf_last)
 {
-    (void)pstride;
     const __m256i m[2] = {lane_mask(nc), lane_mask(nc - 8)};
-#define DECL(r) __m256 c##r##l = _mm256_setzero_ps(), c##r##h = _mm256_setzero_ps();
+    /* a partial K block stores raw sums; the first K block starts from the
+     * bias (no add at the store), a later one from C (bias added at the
+     * store) */
+    const bool raw = epi->partial;
+    const float *bias = epi->bias ? epi->bias + col : NULL;
+    const Epi ev = {raw || !epi->load_c ? NULL : bias, raw || !epi->res ? NULL : epi->res + col, epi->ldr,
+                    epi->alpha};
+    const int act = raw ? TCRT_ACT_NONE : epi->act;
+    __m256 bl = _mm256_setzero_ps(), bh = _mm256_setzero_ps();
+    if (!raw && !epi->load_c && bias) {
+        bl = nc >= 8 ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, m[0]);
+        bh = nc >= 16 ? _mm256_loadu_ps(bias + 8) : _mm256_maskload_ps(bias + 8, m[1]);
+    }
+#define DECL(r) __m256 c##r##l = bl, c##r##h = bh;
     ROWS6(DECL)
 #undef DECL
     if (epi->load_c) {
@@ -150,14 +197,6 @@ void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const f
 #undef LOADC
     }
     const float *bp = b;
-    /* the prefetch stream (TcrtKernEpi.pf: the weights the next calls read):
-     * one line per 8 k steps until pf_last, then the last line again (an L2
-     * hit), so the loop has no branch for it.  Measured on the 7x7x512 3x3
-     * conv (Cout-block-major, 9.4 MB of weights from memory): see
-     * docs/performance.md. */
-    const char *pf = epi->pf ? epi->pf : (const char *)b, *pf_last = pf;
-    if (epi->pf && epi->pf_bytes > 64)
-        pf_last = pf + (epi->pf_bytes - 1) / 64 * 64;
 #define LOADP(r) const float *a##r = ind[r];
 #define FMA2(r)                                                                                              \
     {                                                                                                        \
@@ -173,12 +212,33 @@ void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const f
 #undef FMA1
 #undef FMA2
 #undef LOADP
-    const TcrtKernEpi raw = {0}, *e = epi->partial ? &raw : epi;
-#define STORE(r)                                                                                             \
-    if (r < mr)                                                                                              \
-        store_row(c##r##l, c##r##h, c + r * ldc, e->res ? e->res + r * e->ldr : NULL, nc, m, e);
-    ROWS6(STORE)
-#undef STORE
+    STORE_ALL(act)
+}
+
+/* The conv kernel: nc <= TCRT_AVX2_CONV_NR columns as 16-column panels
+ * (pstride floats apart), each with the same row pointers: one call per
+ * tile and Cout block instead of one per panel (measured, 1x1 16 -> 96 at
+ * 16x16: the per-call setup and epilogue were a third of the time). */
+void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                       const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
+{
+    int64_t panels = (nc + 15) / 16;
+    /* the prefetch stream (TcrtKernEpi.pf: the weights the next calls read),
+     * an equal share per panel: one line per 8 k steps until pf_last, then
+     * the last line again (an L2 hit), so the loop has no branch for it.
+     * Measured on the 7x7x512 3x3 conv (Cout-block-major, 9.4 MB of weights
+     * from memory): see docs/performance.md. */
+    int64_t share = epi->pf ? (epi->pf_bytes + panels * 64 - 1) / (panels * 64) * 64 : 0;
+    for (int64_t q = 0; q < panels; q++) {
+        const char *pf = (const char *)b, *pf_last = pf;
+        if (epi->pf && q * share < epi->pf_bytes) {
+            int64_t n = epi->pf_bytes - q * share < share ? epi->pf_bytes - q * share : share;
+            pf = epi->pf + q * share;
+            pf_last = pf + (n - 1) / 64 * 64;
+        }
+        conv_panel(mr, nc - q * 16 < 16 ? nc - q * 16 : 16, taps, kc, ind, b + q * pstride, c + q * 16, ldc,
+                   epi, q * 16, pf, pf_last);
+    }
 }
 
 void tcrt_gemm_avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
@@ -213,10 +273,7 @@ void tcrt_gemm_avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const fl
         ROWS6(ADDC)
 #undef ADDC
     }
-    const TcrtKernEpi raw = {0}, *e = epi->partial ? &raw : epi;
-#define STORE(r)                                                                                             \
-    if (r < mr)                                                                                              \
-        store_row(c##r##l, c##r##h, c + r * ldc, e->res ? e->res + r * e->ldr : NULL, nc, m, e);
-    ROWS6(STORE)
-#undef STORE
+    const bool raw = epi->partial;
+    const Epi ev = {raw ? NULL : epi->bias, raw ? NULL : epi->res, epi->ldr, epi->alpha};
+    STORE_ALL(raw ? TCRT_ACT_NONE : epi->act)
 }

@@ -80,11 +80,14 @@ typedef void (*tcrt_ukernel_fn)(int64_t mr, int64_t nc, int64_t taps, int64_t kc
 typedef void (*tcrt_gemm_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                              int64_t ldc, const TcrtKernEpi *epi);
 
-/* Tile shape of each ISA: MR rows, NR columns (a multiple of 16). */
+/* Tile shape of each ISA: MR rows, NR columns (a multiple of 16).  The
+ * AVX2 conv kernel takes up to TCRT_AVX2_CONV_NR columns per call (its
+ * 6 x 16 register tile once per 16-column panel); its GEMM kernel NR. */
 #define TCRT_PORTABLE_MR 4
 #define TCRT_PORTABLE_NR 16
 #define TCRT_AVX2_MR 6
 #define TCRT_AVX2_NR 16
+#define TCRT_AVX2_CONV_NR 64
 #define TCRT_AVX512_MR 6
 #define TCRT_AVX512_NR 64
 #define TCRT_KERN_MAX_MR 6
