@@ -244,6 +244,31 @@ START_TEST(conv_cout_tails)
 }
 END_TEST
 
+/* A last tile of 1-3 rows with Cout over one panel (every width of the
+ * second, a third left over: Cout 40, 100), an odd number of pixels per
+ * image (7x7: 8 tiles of 6 and one of 1), and the taps split (partial sums
+ * reloaded, masked).  (A residual needs
+ * the bias here: run_conv passes the bias tensor whenever it passes one.) */
+START_TEST(conv_short_tiles)
+{
+    static const int64_t couts[] = {17, 23, 24, 31, 32, 40, 64, 100};
+    static const int64_t widths[] = {1, 2, 3, 7};
+    for (size_t i = 0; i < sizeof couts / sizeof couts[0]; i++)
+        for (size_t j = 0; j < sizeof widths / sizeof widths[0]; j++) {
+            int64_t w = widths[j];
+            ConvCase c = {1,     w == 7 ? 7 : 1,    w, 40, 1, 1, couts[i], 1, 1, 1, 1, 0, 0, 0, 0, j != 3,
+                          j < 2, (int)((i + j) % 4)};
+            char name[48];
+            snprintf(name, sizeof name, "short tile cout %lld w %lld", (long long)couts[i], (long long)w);
+            run_conv_all(&c, name);
+        }
+    for (int64_t cout = 17; cout <= 40; cout += 23) {
+        ConvCase c = {1, 1, 3, 1100, 3, 3, cout, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU};
+        run_conv_all(&c, cout == 17 ? "short tile split cout 17" : "short tile split cout 40");
+    }
+}
+END_TEST
+
 /* Unpacked weights with a residual (the pack pass disabled): bias + residual +
  * activation after the Eigen GEMM, 1 and 2 threads, 1x1 and 3x3. */
 START_TEST(conv_unpacked_residual)
@@ -824,6 +849,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, conv_cases);
     tcase_add_test(tc, conv_cout_tails);
+    tcase_add_test(tc, conv_short_tiles);
     tcase_add_test(tc, conv_random);
     tcase_add_test(tc, conv_winograd);
     tcase_add_test(tc, conv_dwblock);
