@@ -572,6 +572,38 @@ static inline float nv_sum(nvf v)
     return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }
 
+void tcrt_gemv_dot(const float *X, int64_t K, const float *v, float *y, int64_t j0, int64_t j1)
+{
+    int64_t j = j0;
+    for (; j + 4 <= j1; j += 4) {
+        const float *r0 = X + j * K, *r1 = r0 + K, *r2 = r1 + K, *r3 = r2 + K;
+        nvf a0 = {0}, a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        int64_t k = 0;
+        for (; k + 2 * NV <= K; k += 2 * NV) {
+            nvf x0 = nv_load(v + k), x1 = nv_load(v + k + NV);
+            a0 += nv_load(r0 + k) * x0, b0 += nv_load(r0 + k + NV) * x1;
+            a1 += nv_load(r1 + k) * x0, b1 += nv_load(r1 + k + NV) * x1;
+            a2 += nv_load(r2 + k) * x0, b2 += nv_load(r2 + k + NV) * x1;
+            a3 += nv_load(r3 + k) * x0, b3 += nv_load(r3 + k + NV) * x1;
+        }
+        float t0 = nv_sum(a0 + b0), t1 = nv_sum(a1 + b1), t2 = nv_sum(a2 + b2), t3 = nv_sum(a3 + b3);
+        for (; k < K; k++)
+            t0 += r0[k] * v[k], t1 += r1[k] * v[k], t2 += r2[k] * v[k], t3 += r3[k] * v[k];
+        y[j] += t0, y[j + 1] += t1, y[j + 2] += t2, y[j + 3] += t3;
+    }
+    for (; j < j1; j++) {
+        const float *r = X + j * K;
+        nvf a = {0}, b = a;
+        int64_t k = 0;
+        for (; k + 2 * NV <= K; k += 2 * NV)
+            a += nv_load(r + k) * nv_load(v + k), b += nv_load(r + k + NV) * nv_load(v + k + NV);
+        float t = nv_sum(a + b);
+        for (; k < K; k++)
+            t += r[k] * v[k];
+        y[j] += t;
+    }
+}
+
 /* Four output pixels ow .. ow+3 of row (n, oh) whose kw taps all lie inside
  * the input, taps kh in [k0, k1); output channel j. */
 static void narrow_quad(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t j)

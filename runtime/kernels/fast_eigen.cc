@@ -312,9 +312,7 @@ void gemv_range(int64_t L, int64_t K, const float *v, const float *X, bool dot_f
     for (int64_t j = j0; j < j1; j++)
         y[j] = bias ? bias[j * bs] : 0.0f;
     if (dot_form) {
-        CVecMap vm(v, K);
-        for (int64_t j = j0; j < j1; j++)
-            y[j] += CVecMap(X + j * K, K).dot(vm);
+        tcrt_gemv_dot(X, K, v, y, j0, j1);
     } else {
         VecMap ym(y + j0, j1 - j0);
         for (int64_t k = 0; k < K; k++)

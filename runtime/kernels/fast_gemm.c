@@ -514,23 +514,7 @@ static void gemv_range(int64_t L, int64_t K, const float *v, const float *X, boo
     for (int64_t j = j0; j < j1; j++)
         y[j] = bias ? bias[j * bs] : 0.0f;
     if (dot_form) {
-        for (int64_t j = j0; j < j1; j++) {
-            const float *x = X + j * K;
-            int64_t k = 0;
-            float t = 0.0f;
-#if FG_VECTOR
-            vf8 s0 = SPLAT8(0.0f), s1 = s0, xa, xb, va, vb;
-            for (; k + 16 <= K; k += 16) {
-                LOAD8(xa, x + k), LOAD8(xb, x + k + 8), LOAD8(va, v + k), LOAD8(vb, v + k + 8);
-                s0 += xa * va, s1 += xb * vb;
-            }
-            s0 += s1;
-            t = ((s0[0] + s0[1]) + (s0[2] + s0[3])) + ((s0[4] + s0[5]) + (s0[6] + s0[7]));
-#endif
-            for (; k < K; k++)
-                t += x[k] * v[k];
-            y[j] += t;
-        }
+        tcrt_gemv_dot(X, K, v, y, j0, j1);
     } else {
         float *restrict yy = y + j0;
         int64_t n = j1 - j0, k = 0;
