@@ -327,12 +327,37 @@ static int64_t round16(int64_t n)
     return div_up(n, 16) * 16;
 }
 
-/* Workspace bytes of g: alignment slack, zero vector, per-thread pointers. */
+/* Kernel rows of at most PATCH_MAX_ROW floats (KW * C: a stem conv's 3x3
+ * or 7x7 over 3 channels) run in merged-row form on every tile, the rows
+ * that touch the padding copied with their zeros into a per-thread patch
+ * (conv_patch_pointers). */
+enum { PATCH_MAX_ROW = 64 };
+
+static bool patch_mode(const PConv *g)
+{
+    return g->dw == 1 && g->KW > 1 && g->KW * g->C <= PATCH_MAX_ROW;
+}
+
+/* Floats of one thread's patch: MR rows x KH kernel rows x KW*C. */
+static int64_t patch_floats(const PConv *g)
+{
+    return patch_mode(g) ? TCRT_KERN_MAX_MR * g->KH * round16(g->KW * g->C) : 0;
+}
+
+/* The zero vector: C floats, a kernel row (KW*C) in patch mode. */
+static int64_t zero_floats(const PConv *g)
+{
+    return round16(patch_mode(g) ? g->KW * g->C : g->C);
+}
+
+/* Workspace bytes of g: alignment slack, zero vector, per-thread pointers,
+ * per-thread patches. */
 static size_t pconv_ws_bytes(const PConv *g)
 {
     int64_t taps = g->KH * g->KW;
-    return 64 + (size_t)round16(g->C) * sizeof(float) +
-           (size_t)TCRT_MAX_THREADS * TCRT_KERN_MAX_MR * (size_t)taps * sizeof(const float *);
+    return 64 + (size_t)zero_floats(g) * sizeof(float) +
+           (size_t)TCRT_MAX_THREADS * TCRT_KERN_MAX_MR * (size_t)taps * sizeof(const float *) +
+           (size_t)TCRT_MAX_THREADS * (size_t)patch_floats(g) * sizeof(float);
 }
 
 static size_t wino_ws_bytes(const PConv *g);
@@ -353,6 +378,7 @@ typedef struct ConvJob {
     const float *zero;
     const float **ind; /* per thread: k.mr * taps pointers, ind_stride apart */
     int64_t ind_stride;
+    float *patch; /* per thread: patch_floats apart (patch mode), else NULL */
     int64_t taps, pstride, tiles, chunks, tiles_per_chunk, pixels, cblocks, tap_block;
 } ConvJob;
 
@@ -365,12 +391,74 @@ typedef struct ConvJob {
  * kernel then runs (tp1-tp0)/KW taps of KW*C values each, the same values
  * in the same (kh, kw, c) order as the panel's rows, without per-tap
  * pointer loads (a conv with Cin 3 had 3 values per tap). */
-static bool conv_pointers(const ConvJob *j, int64_t p0, int64_t mr_eff, int64_t tp0, int64_t tp1,
+/* An output pixel's (n, oh, ow), kept by the task loops from tile to tile
+ * (two 64-bit divisions per tile were a tenth of a stem conv's time). */
+typedef struct Pix {
+    int64_t n, oh, ow;
+} Pix;
+
+static Pix pix_at(const PConv *g, int64_t p)
+{
+    int64_t ohw = g->OH * g->OW, rem = p % ohw;
+    return (Pix){p / ohw, rem / g->OW, rem % g->OW};
+}
+
+static void pix_advance(const PConv *g, Pix *q, int64_t d)
+{
+    q->ow += d;
+    while (q->ow >= g->OW) {
+        q->ow -= g->OW;
+        if (++q->oh == g->OH)
+            q->oh = 0, q->n++;
+    }
+}
+
+/* Merged-row pointers (as conv_pointers' rows form) for a tile that is not
+ * all inside the image, in patch mode: ind[(kh-kh0)*mr + r] is the input
+ * row's KW*C values where the window row lies inside, the zero row where
+ * ih falls into the padding, else a copy with zeros for the padded columns
+ * in the thread's patch.  (Per-tap pointers ran such tiles as 9 or 49 taps
+ * of 3 values: the stem convs' first column and the tiles straddling two
+ * output rows were a sixth of their time.) */
+static void conv_patch_pointers(const ConvJob *j, Pix q, int64_t mr_eff, int64_t kh0, int64_t kh1,
+                                float *patch, const float **ind)
+{
+    const PConv *g = j->g;
+    int64_t mr = j->k.mr, slot = round16(g->KW * g->C);
+    for (int64_t r = 0; r < mr; r++) {
+        if (r > 0 && r < mr_eff) /* rows past the last repeat it */
+            pix_advance(g, &q, 1);
+        int64_t n = q.n, oh = q.oh, ow = q.ow;
+        int64_t iw0 = ow * g->sw - g->pl;
+        const float *img = g->x + n * g->H * g->W * g->C;
+        for (int64_t kh = kh0; kh < kh1; kh++) {
+            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+            const float **dst = ind + (kh - kh0) * mr + r;
+            if (ih < 0 || ih >= g->H) {
+                *dst = j->zero;
+            } else if (iw0 >= 0 && iw0 + g->KW - 1 < g->W) {
+                *dst = img + (ih * g->W + iw0) * g->C;
+            } else {
+                float *q = patch + (r * g->KH + kh) * slot;
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    int64_t iw = iw0 + kw;
+                    if (iw >= 0 && iw < g->W)
+                        memcpy(q + kw * g->C, img + (ih * g->W + iw) * g->C, (size_t)g->C * sizeof(float));
+                    else
+                        memset(q + kw * g->C, 0, (size_t)g->C * sizeof(float));
+                }
+                *dst = q;
+            }
+        }
+    }
+}
+
+static bool conv_pointers(const ConvJob *j, Pix at, int64_t mr_eff, int64_t tp0, int64_t tp1, float *patch,
                           const float **ind)
 {
     const PConv *g = j->g;
-    int64_t mr = j->k.mr, ohw = g->OH * g->OW;
-    int64_t n = p0 / ohw, rem = p0 % ohw, oh = rem / g->OW, ow = rem % g->OW;
+    int64_t mr = j->k.mr;
+    int64_t n = at.n, oh = at.oh, ow = at.ow;
     int64_t kh0 = tp0 / g->KW, kh1 = div_up(tp1, g->KW);
     int64_t hstep = g->dh * g->W * g->C, wstep = g->dw * g->C;
     {
@@ -407,6 +495,10 @@ static bool conv_pointers(const ConvJob *j, int64_t p0, int64_t mr_eff, int64_t 
             }
             return false;
         }
+    }
+    if (patch && tp0 % g->KW == 0 && tp1 % g->KW == 0) {
+        conv_patch_pointers(j, at, mr_eff, kh0, kh1, patch, ind);
+        return true;
     }
     for (int64_t r = 0; r < mr; r++) {
         if (r > 0 && r < mr_eff && ++ow == g->OW) {
@@ -477,8 +569,10 @@ static void conv_task_tiles(void *ctx, int64_t task, int tid)
     int64_t t0 = task * j->tiles_per_chunk,
             t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
     const float **ind = j->ind + (int64_t)tid * j->ind_stride;
-    for (int64_t t = t0; t < t1; t++) {
-        bool rows = conv_pointers(j, t * j->k.mr, tile_rows(j, t), 0, j->taps, ind);
+    float *patch = j->patch ? j->patch + (int64_t)tid * patch_floats(j->g) : NULL;
+    Pix at = pix_at(j->g, t0 * j->k.mr);
+    for (int64_t t = t0; t < t1; t++, pix_advance(j->g, &at, j->k.mr)) {
+        bool rows = conv_pointers(j, at, tile_rows(j, t), 0, j->taps, patch, ind);
         for (int64_t cb = 0; cb < j->cblocks; cb++)
             conv_tile(j, t, cb, 0, j->taps, ind, rows, NULL, 0);
     }
@@ -497,6 +591,7 @@ static void conv_task(void *ctx, int64_t task, int tid)
     int64_t t0 = ch * j->tiles_per_chunk,
             t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
     const float **ind = j->ind + (int64_t)tid * j->ind_stride;
+    float *patch = j->patch ? j->patch + (int64_t)tid * patch_floats(j->g) : NULL;
     int64_t all = div_up(j->g->O, TCRT_PACK_NR), panels = j->k.nr / TCRT_PACK_NR;
     int64_t tap_bytes = j->g->C * TCRT_PACK_NR * (int64_t)sizeof(float);
     for (int64_t tp0 = 0; tp0 < j->taps; tp0 += j->tap_block) {
@@ -512,8 +607,9 @@ static void conv_task(void *ctx, int64_t task, int tid)
         /* one panel's part per tile round (the panels' parts are pstride apart) */
         int64_t part = np > 0 ? (ntp1 - ntp0) * tap_bytes : 0;
         int64_t slice = div_up(div_up(part * (np > 0 ? np : 0), j->tiles), 64) * 64;
-        for (int64_t t = t0; t < t1; t++) {
-            bool rows = conv_pointers(j, t * j->k.mr, tile_rows(j, t), tp0, tp1, ind);
+        Pix at = pix_at(j->g, t0 * j->k.mr);
+        for (int64_t t = t0; t < t1; t++, pix_advance(j->g, &at, j->k.mr)) {
+            bool rows = conv_pointers(j, at, tile_rows(j, t), tp0, tp1, patch, ind);
             /* bytes [off, off + slice) of the next part, in its panel q */
             int64_t off = t * slice, q = part > 0 ? off / part : 0, in = part > 0 ? off % part : 0;
             int64_t n = q < np ? (part - in < slice ? part - in : slice) : 0;
@@ -1295,13 +1391,17 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
         return tcrt_ref_conv2d(in, n_in, out, 1, p);
     uint8_t *base = (uint8_t *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
     float *zero = (float *)base;
-    memset(zero, 0, (size_t)g.C * sizeof(float));
+    memset(zero, 0, (size_t)zero_floats(&g) * sizeof(float));
     ConvJob j;
     j.g = &g;
     j.k = pick_kernel(tcrt_kern_isa());
     j.zero = zero;
-    j.ind = (const float **)(base + round16(g.C) * sizeof(float));
+    j.ind = (const float **)(base + zero_floats(&g) * sizeof(float));
     j.taps = g.KH * g.KW;
+    /* the patches after the pointer space (float-aligned: the pointer space
+     * is a whole number of 8-byte pointers) */
+    j.patch =
+        patch_mode(&g) ? (float *)(j.ind + (int64_t)TCRT_MAX_THREADS * TCRT_KERN_MAX_MR * j.taps) : NULL;
     /* the pointer space of TCRT_MAX_THREADS threads, shared by those in
      * use: arrays IND_ALIGN-aligned apart when it has room (false sharing) */
     int64_t room = (int64_t)TCRT_MAX_THREADS * TCRT_KERN_MAX_MR * j.taps / team(),
