@@ -96,20 +96,20 @@ DW_FN(dw_block)(const Dw *d, const float *xn, int64_t oh, int64_t ow, int64_t c,
  * so which accumulator a column feeds with which weight is fixed at
  * compile time): (NB - 1) * SW + 3 loads instead of 3 * NB per row. */
 static DW_ATTR inline __attribute__((always_inline)) void
-DW_FN(dw_block3)(const Dw *d, const float *xn, int64_t oh, int64_t ow, int64_t c, int64_t k0, int64_t k1,
+DW_FN(dw_block3)(const Dw *d, const float *const *rows, const float *wrow, int64_t kn, int64_t ow, int64_t c,
                  int64_t ybase, const int NB, const int SW)
 {
-    const int64_t C = d->C;
+    const int64_t C = d->C, xoff = (ow * SW - d->pl) * C + c;
     DW_FN(dwv) b = {0}, acc[8];
     if (d->bias)
         b = DW_FN(dw_load)(d->bias + c);
 #pragma GCC unroll 8
     for (int j = 0; j < NB; j++)
         acc[j] = b;
-    for (int64_t kh = k0; kh < k1; kh++) {
-        int64_t ih = oh * d->sh - d->pt + kh;
-        const float *xp = dw_xrow(d, xn, ih) + (ow * SW - d->pl) * C + c;
-        const float *wp = d->w + kh * 3 * C + c;
+#pragma GCC unroll 3
+    for (int64_t kk = 0; kk < kn; kk++) {
+        const float *xp = rows[kk] + xoff;
+        const float *wp = wrow + kk * 3 * C + c;
         DW_FN(dwv) w0 = DW_FN(dw_load)(wp), w1 = DW_FN(dw_load)(wp + C), w2 = DW_FN(dw_load)(wp + 2 * C);
         /* a pointer stepped by C per column: offsets i * C for the whole
          * unrolled window were kept in spilled registers, one stack load
@@ -131,28 +131,50 @@ DW_FN(dw_block3)(const Dw *d, const float *xn, int64_t oh, int64_t ow, int64_t c
         DW_FN(dw_store)(d, acc[j], ybase + (ow + j) * C + c);
 }
 
-/* Interior pixels [ow, ow1) of a 3x3, dilation 1, stride SW kernel:
- * blocks of 8 pixels (then 4, 2, 1) over every vector of channels. */
+/* Interior pixels [ow, ow1) of a 3x3, dilation 1, stride SW kernel over the
+ * kn input rows rows[] (kernel rows k0 .. k0+kn-1, weights from wrow):
+ * blocks of 8 pixels (then 4, 2, 1) over every vector of channels.  KN: kn
+ * as a literal 3 (a row away from the top and bottom edges: the kernel-row
+ * loop unrolls), 0 for any kn. */
 static DW_ATTR inline __attribute__((always_inline)) void
-DW_FN(dw_interior3)(const Dw *d, const float *xn, int64_t oh, int64_t ow, int64_t ow1, int64_t c0,
-                    int64_t c1, int64_t k0, int64_t k1, int64_t ybase, const int SW)
+DW_FN(dw_interior3_rows)(const Dw *d, const float *const *rows, const float *wrow, int64_t kn, int64_t ow,
+                         int64_t ow1, int64_t c0, int64_t c1, int64_t ybase, const int SW, const int KN)
 {
+    if (KN)
+        kn = KN;
     for (; ow + 8 <= ow1; ow += 8)
         for (int64_t c = c0; c + DWV <= c1; c += DWV)
-            DW_FN(dw_block3)(d, xn, oh, ow, c, k0, k1, ybase, 8, SW);
+            DW_FN(dw_block3)(d, rows, wrow, kn, ow, c, ybase, 8, SW);
     if (ow + 4 <= ow1) {
         for (int64_t c = c0; c + DWV <= c1; c += DWV)
-            DW_FN(dw_block3)(d, xn, oh, ow, c, k0, k1, ybase, 4, SW);
+            DW_FN(dw_block3)(d, rows, wrow, kn, ow, c, ybase, 4, SW);
         ow += 4;
     }
     if (ow + 2 <= ow1) {
         for (int64_t c = c0; c + DWV <= c1; c += DWV)
-            DW_FN(dw_block3)(d, xn, oh, ow, c, k0, k1, ybase, 2, SW);
+            DW_FN(dw_block3)(d, rows, wrow, kn, ow, c, ybase, 2, SW);
         ow += 2;
     }
     if (ow < ow1)
         for (int64_t c = c0; c + DWV <= c1; c += DWV)
-            DW_FN(dw_block3)(d, xn, oh, ow, c, k0, k1, ybase, 1, SW);
+            DW_FN(dw_block3)(d, rows, wrow, kn, ow, c, ybase, 1, SW);
+}
+
+/* Interior pixels [ow, ow1) of row oh of a 3x3, dilation 1, stride SW
+ * kernel, taps kh in [k0, k1): the input rows' addresses found once for the
+ * row, not per block and channel vector. */
+static DW_ATTR inline __attribute__((always_inline)) void
+DW_FN(dw_interior3)(const Dw *d, const float *xn, int64_t oh, int64_t ow, int64_t ow1, int64_t c0, int64_t c1,
+                    int64_t k0, int64_t k1, int64_t ybase, const int SW)
+{
+    const float *rows[3] = {NULL, NULL, NULL};
+    for (int64_t kh = k0; kh < k1; kh++)
+        rows[kh - k0] = dw_xrow(d, xn, oh * d->sh - d->pt + kh);
+    const float *wrow = d->w + k0 * 3 * d->C;
+    if (k1 - k0 == 3)
+        DW_FN(dw_interior3_rows)(d, rows, wrow, 3, ow, ow1, c0, c1, ybase, SW, 3);
+    else
+        DW_FN(dw_interior3_rows)(d, rows, wrow, k1 - k0, ow, ow1, c0, c1, ybase, SW, 0);
 }
 
 /* Interior pixels [ow, ow1), channels [c0, c1): blocks of 8 pixels (then
