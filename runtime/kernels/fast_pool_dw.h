@@ -203,53 +203,53 @@ DW_FN(dw_interior)(const Dw *d, const float *xn, int64_t oh, int64_t ow, int64_t
             DW_FN(dw_block)(d, xn, oh, ow, c, k0, k1, ybase, 1, KW);
 }
 
+/* G channel vectors from c of one border pixel (dw_border): G independent
+ * FMA chains over the taps kh in [k0, k1), kw in [kw0, kw1). */
+static DW_ATTR inline __attribute__((always_inline)) void
+DW_FN(dw_border_group)(const Dw *d, const float *xn, int64_t oh, int64_t ow, int64_t c, int64_t k0,
+                       int64_t k1, int64_t kw0, int64_t kw1, int64_t xoff, int64_t ybase, const int G)
+{
+    const int64_t C = d->C, xs = d->dw * C;
+    DW_FN(dwv) a[8];
+#pragma GCC unroll 8
+    for (int v = 0; v < G; v++)
+        a[v] = d->bias ? DW_FN(dw_load)(d->bias + c + v * DWV) : (DW_FN(dwv)){0};
+    for (int64_t kh = k0; kh < k1; kh++) {
+        const float *xp = dw_xrow(d, xn, oh * d->sh - d->pt + kh * d->dh) + xoff + c;
+        const float *wp = d->w + (kh * d->KW + kw0) * C + c;
+        for (int64_t kw = kw0; kw < kw1; kw++, xp += xs, wp += C)
+#pragma GCC unroll 8
+            for (int v = 0; v < G; v++)
+                a[v] += DW_FN(dw_load)(xp + v * DWV) * DW_FN(dw_load)(wp + v * DWV);
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < G; v++)
+        DW_FN(dw_store)(d, a[v], ybase + ow * C + c + v * DWV);
+}
+
 /* One border pixel, channels [c0, c1): the taps [kw0, kw1) inside the
  * input's columns, found once for the pixel (the per-tap column test
  * inside the channel loop made the two border pixels of a 7x7x960 map
- * cost as much as its five interior ones). */
+ * cost as much as its five interior ones); channel vectors in groups of 8
+ * and 4, independent FMA chains (one chain of 6 dependent FMAs per vector
+ * left the border pixels of a 14x14x576 map at 28% of its time). */
 static DW_ATTR void DW_FN(dw_border)(const Dw *d, const float *xn, int64_t oh, int64_t ow, int64_t c0,
                                      int64_t c1, int64_t k0, int64_t k1, int64_t ybase)
 {
-    const int64_t C = d->C, iw0 = ow * d->sw - d->pl;
+    const int64_t iw0 = ow * d->sw - d->pl;
     int64_t kw0 = 0, kw1 = d->KW;
     while (kw0 < kw1 && iw0 + kw0 * d->dw < 0)
         kw0++;
     while (kw1 > kw0 && iw0 + (kw1 - 1) * d->dw >= d->W)
         kw1--;
-    const int64_t xoff = (iw0 + kw0 * d->dw) * C, xs = d->dw * C;
+    const int64_t xoff = (iw0 + kw0 * d->dw) * d->C;
     int64_t c = c0;
-    /* four channel vectors at a time: four independent FMA chains (one
-     * chain of 6 dependent FMAs per vector left the border pixels of a
-     * 14x14x576 map at 28% of its time) */
-    for (; c + 4 * DWV <= c1; c += 4 * DWV) {
-        DW_FN(dwv) a[4];
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; v++)
-            a[v] = d->bias ? DW_FN(dw_load)(d->bias + c + v * DWV) : (DW_FN(dwv)){0};
-        for (int64_t kh = k0; kh < k1; kh++) {
-            const float *xp = dw_xrow(d, xn, oh * d->sh - d->pt + kh * d->dh) + xoff + c;
-            const float *wp = d->w + (kh * d->KW + kw0) * C + c;
-            for (int64_t kw = kw0; kw < kw1; kw++, xp += xs, wp += C)
-#pragma GCC unroll 4
-                for (int v = 0; v < 4; v++)
-                    a[v] += DW_FN(dw_load)(xp + v * DWV) * DW_FN(dw_load)(wp + v * DWV);
-        }
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; v++)
-            DW_FN(dw_store)(d, a[v], ybase + ow * C + c + v * DWV);
-    }
-    for (; c + DWV <= c1; c += DWV) {
-        DW_FN(dwv) a = {0};
-        if (d->bias)
-            a = DW_FN(dw_load)(d->bias + c);
-        for (int64_t kh = k0; kh < k1; kh++) {
-            const float *xp = dw_xrow(d, xn, oh * d->sh - d->pt + kh * d->dh) + xoff + c;
-            const float *wp = d->w + (kh * d->KW + kw0) * C + c;
-            for (int64_t kw = kw0; kw < kw1; kw++, xp += xs, wp += C)
-                a += DW_FN(dw_load)(xp) * DW_FN(dw_load)(wp);
-        }
-        DW_FN(dw_store)(d, a, ybase + ow * C + c);
-    }
+    for (; c + 8 * DWV <= c1; c += 8 * DWV)
+        DW_FN(dw_border_group)(d, xn, oh, ow, c, k0, k1, kw0, kw1, xoff, ybase, 8);
+    for (; c + 4 * DWV <= c1; c += 4 * DWV)
+        DW_FN(dw_border_group)(d, xn, oh, ow, c, k0, k1, kw0, kw1, xoff, ybase, 4);
+    for (; c + DWV <= c1; c += DWV)
+        DW_FN(dw_border_group)(d, xn, oh, ow, c, k0, k1, kw0, kw1, xoff, ybase, 1);
 }
 
 /* Row (n, oh), channels [c0, c1) (a multiple of DWV wide). */
