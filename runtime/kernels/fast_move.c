@@ -331,6 +331,20 @@ static void tr_unit_base(const Transpose *q, int64_t u, int64_t *xo, int64_t *yo
     *yo = yoff;
 }
 
+/* Output rows [a0, a1) of a plane (dim a), each of the n columns read at
+ * stride s; n a literal 3 or 4 at the calls where it is (the column loop
+ * unrolls: an RGB image's NCHW -> NHWC ran its 3-trip loop per pixel). */
+static inline __attribute__((always_inline)) void
+tr_rows_n(const Transpose *q, int64_t xo, int64_t yo, int64_t a0, int64_t a1, int64_t s, const int64_t n)
+{
+    for (int64_t i = a0; i < a1; i++) {
+        const float *x = q->x + xo + i;
+        float *y = q->y + yo + i * q->ost_a;
+        for (int64_t j = 0; j < n; j++)
+            y[j] = x[j * s];
+    }
+}
+
 static void tr_task(void *ctx, int64_t task, int tid)
 {
     (void)tid;
@@ -354,11 +368,15 @@ static void tr_task(void *ctx, int64_t task, int tid)
         /* TR_BLOCK output rows (dim a) of a plane: each row reads the n
          * columns at stride s, consecutive rows the next floats */
         int64_t a1 = a0 + TR_BLOCK < q->dims[q->a] ? a0 + TR_BLOCK : q->dims[q->a];
-        for (int64_t i = a0; i < a1; i++) {
-            const float *x = q->x + xo + i;
-            float *y = q->y + yo + i * q->ost_a;
-            for (int64_t j = 0; j < n; j++)
-                y[j] = x[j * s];
+        switch (n) {
+        case 3: /* NCHW -> NHWC of an RGB image */
+            tr_rows_n(q, xo, yo, a0, a1, s, 3);
+            break;
+        case 4:
+            tr_rows_n(q, xo, yo, a0, a1, s, 4);
+            break;
+        default:
+            tr_rows_n(q, xo, yo, a0, a1, s, n);
         }
     }
 }
