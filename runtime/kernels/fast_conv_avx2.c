@@ -145,6 +145,19 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
 /* The k loop over taps of the conv kernel with FMA one row's step: FMA2
  * both 8-wide halves, FMA1 the low half only (a panel whose live columns
  * fit it: nc <= 8 skips the FMAs of columns that are never stored). */
+/* One k step u of the 8-step block: fixed offsets from bp and k, so the
+ * block is straight-line code (GCC kept "unroll 8" as a loop). */
+#define KSTEP(FMA, u)                                                                                        \
+    {                                                                                                        \
+        const int64_t ku = k + u;                                                                            \
+        __m256 b0 = _mm256_loadu_ps(bp + 16 * u), b1 = _mm256_loadu_ps(bp + 16 * u + 8);                     \
+        (void)b1;                                                                                            \
+        {                                                                                                    \
+            const int64_t k = ku; /* the FMA macros index the rows by k */                                   \
+            ROWS6(FMA)                                                                                       \
+        }                                                                                                    \
+    }
+
 #define CONV_KLOOP(FMA)                                                                                      \
     for (int64_t t = 0; t < taps; t++, ind += TCRT_AVX2_MR) {                                                \
         ROWS6(LOADP)                                                                                         \
@@ -152,12 +165,10 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
         for (; k + 8 <= kc;) {                                                                               \
             _mm_prefetch(pf, _MM_HINT_T1);                                                                   \
             pf = pf < pf_last ? pf + 64 : pf;                                                                \
-            _Pragma("GCC unroll 8") for (int u = 0; u < 8; u++, k++, bp += 16)                               \
-            {                                                                                                \
-                __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);                               \
-                (void)b1;                                                                                    \
-                ROWS6(FMA)                                                                                   \
-            }                                                                                                \
+            KSTEP(FMA, 0)                                                                                    \
+            KSTEP(FMA, 1) KSTEP(FMA, 2) KSTEP(FMA, 3) KSTEP(FMA, 4) KSTEP(FMA, 5) KSTEP(FMA, 6)              \
+                KSTEP(FMA, 7) k += 8,                                                                        \
+                bp += 128;                                                                                   \
         }                                                                                                    \
         for (; k < kc; k++, bp += 16) {                                                                      \
             __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);                                   \
