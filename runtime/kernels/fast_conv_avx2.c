@@ -142,9 +142,6 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
         dsth = nc >= 16 ? _mm256_loadu_ps(src + 8) : _mm256_maskload_ps(src + 8, m[1]);                      \
     }
 
-/* The k loop over taps of the conv kernel with FMA one row's step: FMA2
- * both 8-wide halves, FMA1 the low half only (a panel whose live columns
- * fit it: nc <= 8 skips the FMAs of columns that are never stored). */
 /* One k step u of the 8-step block: fixed offsets from bp and k, so the
  * block is straight-line code (GCC kept "unroll 8" as a loop). */
 #define KSTEP(FMA, u)                                                                                        \
@@ -157,18 +154,21 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
             ROWS6(FMA)                                                                                       \
         }                                                                                                    \
     }
+#define KSTEP8(FMA)                                                                                          \
+    KSTEP(FMA, 0)                                                                                            \
+    KSTEP(FMA, 1) KSTEP(FMA, 2) KSTEP(FMA, 3) KSTEP(FMA, 4) KSTEP(FMA, 5) KSTEP(FMA, 6) KSTEP(FMA, 7)
 
+/* The k loop over taps of the conv kernel with FMA one row's step: FMA2
+ * both 8-wide halves, FMA1 the low half only (a panel whose live columns
+ * fit it: nc <= 8 skips the FMAs of columns that are never stored). */
 #define CONV_KLOOP(FMA)                                                                                      \
     for (int64_t t = 0; t < taps; t++, ind += TCRT_AVX2_MR) {                                                \
         ROWS6(LOADP)                                                                                         \
         int64_t k = 0;                                                                                       \
-        for (; k + 8 <= kc;) {                                                                               \
+        for (; k + 8 <= kc; k += 8, bp += 128) {                                                             \
             _mm_prefetch(pf, _MM_HINT_T1);                                                                   \
             pf = pf < pf_last ? pf + 64 : pf;                                                                \
-            KSTEP(FMA, 0)                                                                                    \
-            KSTEP(FMA, 1) KSTEP(FMA, 2) KSTEP(FMA, 3) KSTEP(FMA, 4) KSTEP(FMA, 5) KSTEP(FMA, 6)              \
-                KSTEP(FMA, 7) k += 8,                                                                        \
-                bp += 128;                                                                                   \
+            KSTEP8(FMA)                                                                                      \
         }                                                                                                    \
         for (; k < kc; k++, bp += 16) {                                                                      \
             __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);                                   \
