@@ -11,9 +11,13 @@
  * cost nothing in the kernel and no im2col copy is made.  The micro-kernel
  * keeps the MR x NR accumulators in registers over all taps and Cin and
  * applies bias, residual and activation at the one store.
- * Pointers: one division per tile; a tile on one output row with every
- * window inside the image (most tiles) takes row 0's pointers plus r
- * strides, other rows step through their taps with bounds checks.
+ * Pointers: the task loops carry each tile's first (n, oh, ow); a tile on
+ * one output row with every window inside the image (most tiles) takes row
+ * 0's pointers plus r strides, other rows step through their taps with
+ * bounds checks, except in patch mode (kernel rows of at most
+ * PATCH_MAX_ROW floats: stem convs over 3 channels), where a row that
+ * touches the padding is copied with its zeros into a per-thread patch so
+ * that every tile runs one pointer per kernel row.
  * Work split, two orders by the size of the packed weights:
  *  - up to CONV_L2_WEIGHTS (1 MB): tile-major, tasks are chunks of tiles,
  *    each tile meeting every Cout block of NR (all weights stay in L2), so
@@ -34,9 +38,11 @@
  * Cout fed by broadcast inputs), four pixels at a time inside the input;
  * there the 16-wide panel would be mostly zeros or the per-tile set-up would
  * cost more than the FMAs (blazepose's 256x256 head: 3x3 8 -> 1, 1x1 8 -> 8).
- * Workspace (tcrt_pconv_workspace): the zero vector (Cin floats) and, per
- * thread up to TCRT_MAX_THREADS, one tile's pointers (TCRT_KERN_MAX_MR x
- * taps); remainders need none (masked stores, repeated row pointers).  The
+ * Workspace (tcrt_pconv_workspace): the zero vector (Cin floats, KW*Cin in
+ * patch mode) and, per thread up to TCRT_MAX_THREADS, one tile's pointers
+ * (TCRT_KERN_MAX_MR x taps) and in patch mode its patch (TCRT_KERN_MAX_MR x
+ * KH kernel rows); remainders need none (masked stores, repeated row
+ * pointers).  The
  * threads in use spread their pointer arrays over that space, IND_ALIGN
  * bytes apart at least when it has room: adjacent arrays shared a cache
  * line, which both threads wrote every tile (measured, 2 threads, 3x3
@@ -395,17 +401,8 @@ typedef struct ConvJob {
     int64_t taps, pstride, tiles, chunks, tiles_per_chunk, pixels, cblocks, tap_block;
 } ConvJob;
 
-/* Tile pointers of taps [tp0, tp1) (tap = kh*KW + kw): ind[(tap-tp0)*mr
- * + r] for pixels p0 .. p0+mr (rows past the last pixel repeat it).  One
- * division for the tile; the next pixel's (n, oh, ow) by increment.
- * Returns true when it made one pointer per kernel ROW instead
- * (ind[(kh-kh0)*mr + r], the row's KW*C input values contiguous): a tile
- * inside the image with dilation_w 1 and [tp0, tp1) whole kernel rows.  The
- * kernel then runs (tp1-tp0)/KW taps of KW*C values each, the same values
- * in the same (kh, kw, c) order as the panel's rows, without per-tap
- * pointer loads (a conv with Cin 3 had 3 values per tap). */
 /* An output pixel's (n, oh, ow), kept by the task loops from tile to tile
- * (two 64-bit divisions per tile were a tenth of a stem conv's time). */
+ * instead of two 64-bit divisions per tile. */
 typedef struct Pix {
     int64_t n, oh, ow;
 } Pix;
@@ -452,20 +449,30 @@ static void conv_patch_pointers(const ConvJob *j, Pix q, int64_t mr_eff, int64_t
             } else if (iw0 >= 0 && iw0 + g->KW - 1 < g->W) {
                 *dst = img + (ih * g->W + iw0) * g->C;
             } else {
-                float *q = patch + (r * g->KH + kh) * slot;
+                float *row = patch + (r * g->KH + kh) * slot;
                 for (int64_t kw = 0; kw < g->KW; kw++) {
                     int64_t iw = iw0 + kw;
                     if (iw >= 0 && iw < g->W)
-                        memcpy(q + kw * g->C, img + (ih * g->W + iw) * g->C, (size_t)g->C * sizeof(float));
+                        memcpy(row + kw * g->C, img + (ih * g->W + iw) * g->C, (size_t)g->C * sizeof(float));
                     else
-                        memset(q + kw * g->C, 0, (size_t)g->C * sizeof(float));
+                        memset(row + kw * g->C, 0, (size_t)g->C * sizeof(float));
                 }
-                *dst = q;
+                *dst = row;
             }
         }
     }
 }
 
+/* Tile pointers of taps [tp0, tp1) (tap = kh*KW + kw): ind[(tap-tp0)*mr
+ * + r] for the mr pixels from at (rows past the last pixel repeat it); the
+ * next pixel's (n, oh, ow) by increment.
+ * Returns true when it made one pointer per kernel ROW instead
+ * (ind[(kh-kh0)*mr + r], the row's KW*C input values contiguous): a tile
+ * inside the image with dilation_w 1 and [tp0, tp1) whole kernel rows, or
+ * any tile in patch mode (patch non-NULL: conv_patch_pointers).  The kernel
+ * then runs (tp1-tp0)/KW taps of KW*C values each, the same values in the
+ * same (kh, kw, c) order as the panel's rows, without per-tap pointer
+ * loads (a conv with Cin 3 had 3 values per tap). */
 static bool conv_pointers(const ConvJob *j, Pix at, int64_t mr_eff, int64_t tp0, int64_t tp1, float *patch,
                           const float **ind)
 {

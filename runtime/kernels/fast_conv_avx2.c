@@ -222,10 +222,11 @@ static inline __attribute__((always_inline)) void conv_panel(int64_t mr, int64_t
     STORE_ALL(act)
 }
 
-/* The conv kernel: nc <= TCRT_AVX2_CONV_NR columns as 16-column panels
- * (pstride floats apart), each with the same row pointers: one call per
- * tile and Cout block instead of one per panel (measured, 1x1 16 -> 96 at
- * 16x16: the per-call setup and epilogue were a third of the time). */
+/* The conv kernel: any nc columns as 16-column panels (pstride floats
+ * apart), each with the same row pointers: one call per tile and Cout block
+ * (TCRT_AVX2_CONV_NR columns, or all of them tile-major) instead of one
+ * per panel (measured, 1x1 16 -> 96 at 16x16: the per-call setup and
+ * epilogue were a third of the time). */
 void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                        const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
 {
