@@ -614,6 +614,7 @@ static void conv_task(void *ctx, int64_t task, int tid)
     float *patch = j->patch ? j->patch + (int64_t)tid * patch_floats(j->g) : NULL;
     int64_t all = div_up(j->g->O, TCRT_PACK_NR), panels = j->k.nr / TCRT_PACK_NR;
     int64_t tap_bytes = j->g->C * TCRT_PACK_NR * (int64_t)sizeof(float);
+    const Pix first = pix_at(j->g, t0 * j->k.mr); /* the chunk's first pixel, for every tap group */
     for (int64_t tp0 = 0; tp0 < j->taps; tp0 += j->tap_block) {
         int64_t tp1 = tp0 + j->tap_block < j->taps ? tp0 + j->tap_block : j->taps;
         /* the next part: the next tap group of this block, or the first of
@@ -627,7 +628,7 @@ static void conv_task(void *ctx, int64_t task, int tid)
         /* one panel's part per tile round (the panels' parts are pstride apart) */
         int64_t part = np > 0 ? (ntp1 - ntp0) * tap_bytes : 0;
         int64_t slice = div_up(div_up(part * (np > 0 ? np : 0), j->tiles), 64) * 64;
-        Pix at = pix_at(j->g, t0 * j->k.mr);
+        Pix at = first;
         for (int64_t t = t0; t < t1; t++, pix_advance(j->g, &at, j->k.mr)) {
             bool rows = conv_pointers(j, at, tile_rows(j, t), tp0, tp1, patch, ind);
             /* bytes [off, off + slice) of the next part, in its panel q */

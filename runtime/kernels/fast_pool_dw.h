@@ -242,7 +242,9 @@ static DW_ATTR void DW_FN(dw_border)(const Dw *d, const float *xn, int64_t oh, i
         kw0++;
     while (kw1 > kw0 && iw0 + (kw1 - 1) * d->dw >= d->W)
         kw1--;
-    const int64_t xoff = (iw0 + kw0 * d->dw) * d->C;
+    /* no tap inside (a window wholly in the padding): no column offset is
+     * formed past the row, and the pixel is act(bias + residual) */
+    const int64_t xoff = kw0 < kw1 ? (iw0 + kw0 * d->dw) * d->C : 0;
     int64_t c = c0;
     for (; c + 8 * DWV <= c1; c += 8 * DWV)
         DW_FN(dw_border_group)(d, xn, oh, ow, c, k0, k1, kw0, kw1, xoff, ybase, 8);

@@ -247,8 +247,8 @@ END_TEST
 /* A last tile of 1-3 rows with Cout over one panel (every width of the
  * second, a third left over: Cout 40, 100), an odd number of pixels per
  * image (7x7: 8 tiles of 6 and one of 1), and the taps split (partial sums
- * reloaded, masked).  (A residual needs
- * the bias here: run_conv passes the bias tensor whenever it passes one.) */
+ * reloaded, masked).  A residual needs the bias here: run_conv passes the
+ * bias tensor whenever it passes the residual. */
 START_TEST(conv_short_tiles)
 {
     static const int64_t couts[] = {17, 23, 24, 31, 32, 40, 64, 100};
