@@ -148,7 +148,8 @@ function compile(a, model, feeds, fetches, exe) {
   const argv = ['compile', model];
   for (const f of feeds) argv.push('--feed', f);
   for (const o of fetches) argv.push('--fetch', o);
-  argv.push('-o', exe, '--stats');
+  // --static: the deployable form (no shared library at run time); docs/targets.md
+  argv.push('-o', exe, '--stats', '--static');
   const t0 = process.hrtime.bigint();
   const r = spawnSync(a.tfcc, argv, { encoding: 'utf8', maxBuffer: 64 << 20 });
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
@@ -172,7 +173,7 @@ function codeSize(exe) {
   return { code: f[0] + f[1] - w, weightsSym: w };
 }
 
-// Peak RSS of the executable doing nothing (`--help`: the loader, libc, libstdc++; weights untouched).
+// Peak RSS of the executable doing nothing (`--help`: code and libc pages, stack; weights untouched).
 function baselineRss(exe) {
   if (!hasTime) return NaN;
   const f = `${exe}.help.rss`;
@@ -542,9 +543,10 @@ function report(a, mach, versions, loads, runRes, sg, res) {
 
   // per-model compile/size/memory
   L.push('## Compile time, code size and peak memory of the benchmarked executables', '');
-  L.push('*tfcc* = load + import + passes + codegen, *cc* = C compiler + linker (both from `--stats`); *code* = `size` text + data minus the',
-    '`.incbin`\'d weights symbol (runtime library included); *peak RSS* = `/usr/bin/time %M` of the executable over all its timed runs (maximum);',
-    '*limit* = weights + planned arena (`--stats`); *baseline* = peak RSS of `EXE --help` (loader, libc, libstdc++; weights untouched);',
+  L.push('Every benchmarked executable is compiled with `--static` (libc and libm linked in, no shared library at run time).',
+    '*tfcc* = load + import + passes + codegen, *cc* = C compiler + linker (both from `--stats`); *code* = `size` text + data minus the',
+    '`.incbin`\'d weights symbol (runtime library and the static libc parts included); *peak RSS* = `/usr/bin/time %M` of the executable over all its timed runs (maximum);',
+    '*limit* = weights + planned arena (`--stats`); *baseline* = peak RSS of `EXE --help` (code and libc pages, stack; weights untouched);',
     '*net* = (peak RSS - baseline) / limit. Peers\' peak RSS (VmHWM of the long-lived process, interpreter and libraries included) for context.', '');
   L.push(`| model | tfcc ms | cc ms | code | weights | arena | ${ts.map((t) => `peak RSS ${t}T`).join(' | ')} | baseline | RSS / limit | net | peers' peak RSS |`);
   L.push(`|---|---:|---:|---:|---:|---:|${ts.map(() => '---:').join('|')}|---:|---:|---:|---|`);

@@ -69,6 +69,7 @@ typedef struct Options {
     int n_disabled;
     bool verify_each;
     bool stats;
+    bool static_link; /* --static: link the executable statically */
     bool markdown;
     const char *targets[MAX_TARGETS]; /* --target, in order (none: the host) */
     int n_targets;
@@ -119,81 +120,83 @@ static double now_ms(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage:\n"
-            "  tfcc compile MODEL --feed NAME[:DIMS]... --fetch NAME... -o EXE [options]\n"
-            "  tfcc run MODEL --feed NAME=FILE.npy... --fetch NAME... [--out-dir DIR] [options]\n"
-            "  tfcc info MODEL\n"
-            "  tfcc ops [--markdown]\n"
-            "\n"
-            "MODEL: GraphDef (.pb binary or .pbtxt text, detected by content), a TF.js\n"
-            "graph model (model.json with its weight shards), a MetaGraphDef (.meta) or a\n"
-            "SavedModel (saved_model.pb/.pbtxt).  Tensor names are 'node' or 'node:k'.\n"
-            "DIMS fixes unknown dims of a feed: input:0:1x224x224x3.  Without --fetch (and\n"
-            "--config), compile takes the feeds and fetches of the model's signature\n"
-            "'serving_default' (or its only one); --feed then overrides a signature input.\n"
-            "\n"
-            "options:\n"
-            "  --config FILE       tfcompile config (feeds/fetches) instead of --feed/--fetch\n"
-            "  --signature KEY     feeds and fetches of the SignatureDef KEY (MetaGraphDef, SavedModel)\n"
-            "  --train-op NAME     also run node NAME (repeatable; e.g. the optimizer's minimize op):\n"
-            "                      every run of the result is one training step; variables keep\n"
-            "                      their values between runs (docs/training.md)\n"
-            "  --const NAME=VALUE  bind a placeholder to a value at compile time (a number,\n"
-            "                      a comma-separated list, or FILE.npy): shapes and\n"
-            "                      conditions that depend on it are resolved when compiling\n"
-            "  --name PREFIX       C prefix of the generated API (default: from -o)\n"
-            "  --keep-dir DIR      keep the generated C, header and weights in DIR\n"
-            "  --dump-after PASS   write the IR after PASS (or 'all') as text and DOT\n"
-            "  --dump-dir DIR      where dumps go (default: dump)\n"
-            "  --disable-pass P    skip pass P (fold, cse, dce, layout, fuse, winograd, pack, dwfuse)\n"
-            "  --verify-each       run the IR verifier after every pass\n"
-            "  --stats             print timings and memory statistics to stderr\n"
-            "  --target T          build for T (repeatable; default: the host): x86_64-linux-gnu,\n"
-            "                      aarch64-linux-gnu (cross gcc; run with qemu-aarch64 -L\n"
-            "                      /usr/aarch64-linux-gnu), aarch64-linux-android (--emit c, or\n"
-            "                      --emit obj --backend llvm)\n"
-            "  --cpu CPU           CPU for the generated code (x86-64-v3, cortex-a76, ...)\n"
-            "  --emit KIND         exe (default; -o is the executable), lib (libNAME.a with the\n"
-            "                      runtime), obj (NAME.o), c (portable sources + Makefile); lib, obj\n"
-            "                      and c go in the folder -o, with NAME.h and tcrt.h; several\n"
-            "                      --target: -o OUT gives OUT/<target>/\n"
-            "  --backend B         c (default) or llvm (when tfcc was built with LLVM 19)\n"
-            "  --emit cuda         with nodes placed on a GPU (--default-device gpu:0,\n"
-            "                      --device-map): write their CUDA code into the folder -o:\n"
-            "                      NAME.cu, NAME_cuda_plan.h, NAME.ptx, NAME_sm_XX.cubin (needs\n"
-            "                      NVRTC at run time; GPU code only, not runnable yet: the host\n"
-            "                      runtime is not written; docs/devices.md)\n"
-            "  --cuda-arch LIST    GPU architectures for --emit cuda (default sm_80,sm_90)\n"
-            "  --out-dir DIR       (run) where fetched tensors are written (default .)\n"
-            "  --loss TENSOR       build a training step: gradients of this float scalar with\n"
-            "                      respect to the trainable variables, then --optimizer's update\n"
-            "                      (the loss is fetched; docs/training.md)\n"
-            "  --optimizer SPEC    sgd:lr=X | momentum:lr=X[,momentum=0.9][,nesterov=1] |\n"
-            "                      adam[:lr=0.001][,beta1=0.9][,beta2=0.999][,epsilon=1e-8]\n"
-            "  --trainable WHAT    with --loss: turn constants into trainable variables\n"
-            "                      initialized with their values: 'all' (float constants of\n"
-            "                      2+ elements feeding a matmul, conv2d or bias add) or NAME,...\n"
-            "  --threads N, --repeat N   (run) passed to the compiled executable\n"
-            "  --placement         place nodes on devices (docs/devices.md): honor the model's\n"
-            "                      device requests; with info: print each node's device and why\n"
-            "  --default-device D  device of nodes without a request (cpu:0, gpu:0, /device:CPU:1)\n"
-            "  --device-map P=D    put nodes whose TF name matches glob P on device D (repeatable;\n"
-            "                      the last match wins, over the model's request)\n"
-            "  --devices D,...     devices of the cluster besides the local CPUs (e.g. gpu:0)\n"
-            "                      (any of these four turns placement on)\n"
-            "  --cluster J=N,...   tasks of a multi-process MPI run (docs/distributed.md), e.g.\n"
-            "                      ps=1,worker=2 (ranks in that order); turns placement on\n"
-            "  --replicas JOB      with --cluster and --loss: parameter-server training, one replica\n"
-            "                      of the step per task of JOB on its share of the batch, variables\n"
-            "                      and updates on the first other job's tasks (docs/distributed.md)\n"
-            "  --transfer-compress none|trunc16\n"
-            "                      with --cluster: float32 tensors cross tasks as their upper 16\n"
-            "                      bits (truncated mantissa; the run reports the largest error)\n"
-            "  --data-parallel     with --loss or --train-op: an SPMD executable for mpirun -np N\n"
-            "                      (any N): every rank runs the whole step on its own batch,\n"
-            "                      gradients and the loss are averaged with MPI_Allreduce\n"
-            "                      (docs/distributed.md)\n");
+    fprintf(f, "usage:\n"
+               "  tfcc compile MODEL --feed NAME[:DIMS]... --fetch NAME... -o EXE [options]\n"
+               "  tfcc run MODEL --feed NAME=FILE.npy... --fetch NAME... [--out-dir DIR] [options]\n"
+               "  tfcc info MODEL\n"
+               "  tfcc ops [--markdown]\n"
+               "\n"
+               "MODEL: GraphDef (.pb binary or .pbtxt text, detected by content), a TF.js\n"
+               "graph model (model.json with its weight shards), a MetaGraphDef (.meta) or a\n"
+               "SavedModel (saved_model.pb/.pbtxt).  Tensor names are 'node' or 'node:k'.\n"
+               "DIMS fixes unknown dims of a feed: input:0:1x224x224x3.  Without --fetch (and\n"
+               "--config), compile takes the feeds and fetches of the model's signature\n"
+               "'serving_default' (or its only one); --feed then overrides a signature input.\n"
+               "\n"
+               "options:\n"
+               "  --config FILE       tfcompile config (feeds/fetches) instead of --feed/--fetch\n"
+               "  --signature KEY     feeds and fetches of the SignatureDef KEY (MetaGraphDef, SavedModel)\n"
+               "  --train-op NAME     also run node NAME (repeatable; e.g. the optimizer's minimize op):\n"
+               "                      every run of the result is one training step; variables keep\n"
+               "                      their values between runs (docs/training.md)\n"
+               "  --const NAME=VALUE  bind a placeholder to a value at compile time (a number,\n"
+               "                      a comma-separated list, or FILE.npy): shapes and\n"
+               "                      conditions that depend on it are resolved when compiling\n"
+               "  --name PREFIX       C prefix of the generated API (default: from -o)\n"
+               "  --keep-dir DIR      keep the generated C, header and weights in DIR\n"
+               "  --dump-after PASS   write the IR after PASS (or 'all') as text and DOT\n"
+               "  --dump-dir DIR      where dumps go (default: dump)\n"
+               "  --disable-pass P    skip pass P (fold, cse, dce, layout, fuse, winograd, pack, dwfuse)\n"
+               "  --verify-each       run the IR verifier after every pass\n"
+               "  --stats             print timings and memory statistics to stderr\n"
+               "  --target T          build for T (repeatable; default: the host): x86_64-linux-gnu,\n"
+               "                      aarch64-linux-gnu (cross gcc; run with qemu-aarch64 -L\n"
+               "                      /usr/aarch64-linux-gnu), aarch64-linux-android (--emit c, or\n"
+               "                      --emit obj --backend llvm)\n"
+               "  --cpu CPU           CPU for the generated code (x86-64-v3, cortex-a76, ...)\n"
+               "  --emit KIND         exe (default; -o is the executable), lib (libNAME.a with the\n"
+               "                      runtime), obj (NAME.o), c (portable sources + Makefile); lib, obj\n"
+               "                      and c go in the folder -o, with NAME.h and tcrt.h; several\n"
+               "                      --target: -o OUT gives OUT/<target>/\n"
+               "  --backend B         c (default) or llvm (when tfcc was built with LLVM 19)\n"
+               "  --static            link the executable statically (libc and libm included): it\n"
+               "                      needs no shared library at run time and starts with a\n"
+               "                      smaller footprint (--emit exe; not with MPI)\n"
+               "  --emit cuda         with nodes placed on a GPU (--default-device gpu:0,\n"
+               "                      --device-map): write their CUDA code into the folder -o:\n"
+               "                      NAME.cu, NAME_cuda_plan.h, NAME.ptx, NAME_sm_XX.cubin (needs\n"
+               "                      NVRTC at run time; GPU code only, not runnable yet: the host\n"
+               "                      runtime is not written; docs/devices.md)\n"
+               "  --cuda-arch LIST    GPU architectures for --emit cuda (default sm_80,sm_90)\n"
+               "  --out-dir DIR       (run) where fetched tensors are written (default .)\n"
+               "  --loss TENSOR       build a training step: gradients of this float scalar with\n"
+               "                      respect to the trainable variables, then --optimizer's update\n"
+               "                      (the loss is fetched; docs/training.md)\n"
+               "  --optimizer SPEC    sgd:lr=X | momentum:lr=X[,momentum=0.9][,nesterov=1] |\n"
+               "                      adam[:lr=0.001][,beta1=0.9][,beta2=0.999][,epsilon=1e-8]\n"
+               "  --trainable WHAT    with --loss: turn constants into trainable variables\n"
+               "                      initialized with their values: 'all' (float constants of\n"
+               "                      2+ elements feeding a matmul, conv2d or bias add) or NAME,...\n"
+               "  --threads N, --repeat N   (run) passed to the compiled executable\n"
+               "  --placement         place nodes on devices (docs/devices.md): honor the model's\n"
+               "                      device requests; with info: print each node's device and why\n"
+               "  --default-device D  device of nodes without a request (cpu:0, gpu:0, /device:CPU:1)\n"
+               "  --device-map P=D    put nodes whose TF name matches glob P on device D (repeatable;\n"
+               "                      the last match wins, over the model's request)\n"
+               "  --devices D,...     devices of the cluster besides the local CPUs (e.g. gpu:0)\n"
+               "                      (any of these four turns placement on)\n"
+               "  --cluster J=N,...   tasks of a multi-process MPI run (docs/distributed.md), e.g.\n"
+               "                      ps=1,worker=2 (ranks in that order); turns placement on\n"
+               "  --replicas JOB      with --cluster and --loss: parameter-server training, one replica\n"
+               "                      of the step per task of JOB on its share of the batch, variables\n"
+               "                      and updates on the first other job's tasks (docs/distributed.md)\n"
+               "  --transfer-compress none|trunc16\n"
+               "                      with --cluster: float32 tensors cross tasks as their upper 16\n"
+               "                      bits (truncated mantissa; the run reports the largest error)\n"
+               "  --data-parallel     with --loss or --train-op: an SPMD executable for mpirun -np N\n"
+               "                      (any N): every rank runs the whole step on its own batch,\n"
+               "                      gradients and the loss are averaged with MPI_Allreduce\n"
+               "                      (docs/distributed.md)\n");
 }
 
 /* ---- argument parsing ---------------------------------------------------- */
@@ -370,6 +373,8 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
             o->verify_each = true;
         else if (!strcmp(a, "--stats"))
             o->stats = true;
+        else if (!strcmp(a, "--static"))
+            o->static_link = true;
         else if (!strcmp(a, "--markdown"))
             o->markdown = true;
         else if (!strcmp(a, "--placement"))
@@ -476,6 +481,10 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
             fprintf(err, "error: %s\n", bad);
             return 2;
         }
+    }
+    if (o->static_link && o->emit && strcmp(o->emit, "exe")) {
+        fprintf(err, "error: --static links an executable: it needs --emit exe, not --emit %s\n", o->emit);
+        return 2;
     }
     if (!strcmp(o->cmd, "compile") && !o->output) {
         fprintf(err, "error: compile needs -o OUTPUT\n");
@@ -652,6 +661,11 @@ static bool build_artifacts(const Options *o, const IrGraph *g, const char *gen_
             return false;
         TgtJob j = {.t = t, .cpu = o->cpu, .dir = gen_dir, .name = name};
         j.mpi = (o->cluster_spec && cgc_needs_mpi(g, &o->cluster)) || o->data_parallel;
+        j.static_link = o->static_link;
+        if (j.mpi && j.static_link)
+            return st_errorf(st, ST_ERROR,
+                             "--static: an executable that links MPI (%s) cannot be static; drop --static",
+                             o->data_parallel ? "--data-parallel" : "--cluster with edges between tasks");
         if (j.mpi && (!is_exe || is_llvm || t != tgt_host()))
             return st_errorf(st, ST_ERROR,
                              "%s: only the host executable "

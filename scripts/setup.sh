@@ -23,13 +23,13 @@ want_bench=0
 [ "${1:-}" = "--no-node" ] && want_node=0
 [ "${1:-}" = "--bench" ] && want_bench=1
 
-# build: meson ninja-build pkg-config gcc g++ check protobuf-c eigen
+# build: meson ninja-build pkg-config gcc g++ check protobuf-c eigen; libc6-dev (libc.a: tfcc --static)
 # sanitizers: clang + its runtime (ASan/UBSan libraries for clang builds); valgrind (make test-valgrind)
 # demo: python-matplotlib-data ships grace_hopper.jpg (a real photo, public domain)
 # targets: the aarch64-linux-gnu cross toolchain (tfcc --target aarch64-linux-gnu) and qemu-user to test it
 # llvm backend (--backend llvm, optional in meson): llvm-19-dev (llvm-config-19, libLLVM-19)
 # distributed (--cluster, tests/mpi): openmpi-bin (mpirun) libopenmpi-dev (mpi.h, libmpi, pkg-config ompi-c)
-pkgs=(meson ninja-build pkg-config gcc g++ check libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libonnx-testdata
+pkgs=(meson ninja-build pkg-config gcc g++ libc6-dev check libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libonnx-testdata
       libeigen3-dev clang libclang-rt-14-dev valgrind python-matplotlib-data
       gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user llvm-19-dev
       openmpi-bin libopenmpi-dev)

@@ -489,6 +489,8 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
         ok = compile_unit(j, "_main", ".c", pic, log_path, st);
     char mpi_lib[4096];
     snprintf(mpi_lib, sizeof mpi_lib, "%s/libtcrt_mpi.a", t->runtime_libdir);
+    if (ok && kind == TGT_EXE && j->mpi && j->static_link)
+        ok = st_errorf(st, ST_ERROR, "an executable that links MPI cannot be linked statically");
     if (ok && kind == TGT_EXE && j->mpi && access(mpi_lib, R_OK) != 0)
         ok = st_errorf(st, ST_ERROR,
                        "the graph needs MPI (edges between --cluster tasks, or --data-parallel) but this "
@@ -514,9 +516,10 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
             cmd_add(&c, "-ltcrt_mpi");
         cmd_add(&c, "-ltcrt_fast");
         cmd_add(&c, "-ltcrt");
-        cmd_add(&c, "-lstdc++");
         cmd_add(&c, "-pthread");
         cmd_add(&c, "-lm");
+        if (j->static_link)
+            cmd_add(&c, "-static");
         ok = run_cmd(&c, j->dir, log_path, st);
     } else if (ok && kind == TGT_OBJ) {
         /* one relocatable object: code + weights (cc -r; no build-id, no paths) */

@@ -59,6 +59,7 @@ typedef struct TgtJob {
     const char *model_obj;        /* NULL, or an object file in dir that replaces NAME.c and
                                    * NAME_weights.S (the LLVM backend's) */
     bool mpi;                     /* TGT_EXE: link libtcrt_mpi and MPI (--cluster, docs/distributed.md) */
+    bool static_link;             /* TGT_EXE: cc -static (not with mpi) */
 } TgtJob;
 
 /* Builds the artifact `kind` at out_path (relative to the caller's cwd or

@@ -34,6 +34,10 @@
  * workspace go to the reference kernels.
  * Invariant: a workspace size reported here covers every team size the run
  * can use (it clamps to TCRT_MAX_THREADS), and the kernel checks it.
+ * Built with -fno-exceptions -fno-rtti (runtime/meson.build tcrt_cpp_flags):
+ * the object then needs nothing of libstdc++, and artifacts link with cc
+ * alone.  Eigen's allocating paths (a blocking object without buffers) are
+ * never taken here, so its no-exceptions bad_alloc fallback is never reached.
  */
 #include "tcrt_kernels.h"
 #include "fast_conv_int.h"

@@ -219,7 +219,7 @@ START_TEST(test_tiny_api)
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "cd '%s' && cc -std=c11 -I'%s' user.c tiny.o tiny_weights.o -o user -L'%s' "
-             "-ltcrt_fast -ltcrt -lstdc++ -pthread -lm > user.log 2>&1",
+             "-ltcrt_fast -ltcrt -pthread -lm > user.log 2>&1",
              dir, TFCC_RUNTIME_INCLUDE, TFCC_RUNTIME_LIBDIR);
     ck_assert_msg(system(cmd) == 0, "compiling user.c failed (see %s/user.log)", dir);
     char exe[200];

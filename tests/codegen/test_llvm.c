@@ -128,7 +128,7 @@ static void build_both(const IrGraph *g, const char *name, Built *b)
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "cd '%s' && cc -std=c11 -O2 -I'%s' %s_main.c %s_llvm.o -o %s_llvm -L'%s' "
-             "-ltcrt_fast -ltcrt -lstdc++ -pthread -lm > link.log 2>&1",
+             "-ltcrt_fast -ltcrt -pthread -lm > link.log 2>&1",
              b->dir, TFCC_RUNTIME_INCLUDE, name, name, name, TFCC_RUNTIME_LIBDIR);
     t0 = now_s();
     ck_assert_msg(system(cmd) == 0, "linking the LLVM object failed (see %s/link.log)", b->dir);
@@ -667,7 +667,7 @@ START_TEST(test_api)
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "cd '%s' && cc -std=c11 -I'%s' user.c tiny_llvm.o -o user -L'%s' "
-             "-ltcrt_fast -ltcrt -lstdc++ -pthread -lm > user.log 2>&1",
+             "-ltcrt_fast -ltcrt -pthread -lm > user.log 2>&1",
              b.dir, TFCC_RUNTIME_INCLUDE, TFCC_RUNTIME_LIBDIR);
     ck_assert_msg(system(cmd) == 0, "compiling user.c with the LLVM object failed (see %s/user.log)", b.dir);
     char exe[200];

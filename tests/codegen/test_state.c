@@ -381,7 +381,7 @@ static void build_llvm(const IrGraph *g, const char *dir, const char *name)
     ck_assert_msg(cgl_emit_object(g, &o, &t, obj, &st), "%s", st.msg);
     snprintf(cmd, sizeof cmd,
              "cd '%s' && cc -std=c11 -O2 -I'%s' %s_main.c %s_llvm.o -o %s_llvm -L'%s' "
-             "-ltcrt_fast -ltcrt -lstdc++ -pthread -lm > link.log 2>&1",
+             "-ltcrt_fast -ltcrt -pthread -lm > link.log 2>&1",
              dir, TFCC_RUNTIME_INCLUDE, name, name, name, TFCC_RUNTIME_LIBDIR);
     ck_assert_msg(system(cmd) == 0, "linking the LLVM object failed (see %s/link.log)", dir);
 }
@@ -443,7 +443,7 @@ static void run_ctr_user(const char *dir, const char *objs)
     fclose(f);
     snprintf(
         cmd, sizeof cmd,
-        "cd '%s' && cc -std=c11 -I'%s' user.c %s -o user -L'%s' -ltcrt_fast -ltcrt -lstdc++ -pthread -lm "
+        "cd '%s' && cc -std=c11 -I'%s' user.c %s -o user -L'%s' -ltcrt_fast -ltcrt -pthread -lm "
         "> user.log 2>&1",
         dir, TFCC_RUNTIME_INCLUDE, objs, TFCC_RUNTIME_LIBDIR);
     ck_assert_msg(system(cmd) == 0, "compiling user.c failed (see %s/user.log)", dir);

@@ -10,6 +10,7 @@
  * (the --config test is skipped when SHARED_MODELS_DIR is absent).
  */
 #include <check.h>
+#include <elf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,78 @@ START_TEST(test_run_tiny)
     ck_assert(v[0] == 2 && v[1] == 5 && v[2] == 10 && v[3] == 17);
     free(t.data);
     result_free(&r);
+}
+END_TEST
+
+static int run_child(char **argv, const char *outpath);
+
+/* Whether the ELF file at p has a PT_INTERP program header (a dynamic
+ * loader) or a PT_DYNAMIC one (shared libraries): read by hand. */
+static bool elf_is_dynamic(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    ck_assert_ptr_nonnull(f);
+    Elf64_Ehdr eh;
+    ck_assert_int_eq(fread(&eh, sizeof eh, 1, f), 1);
+    ck_assert_msg(!memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64, "%s: not ELF64",
+                  p);
+    bool dyn = false;
+    for (int i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        ck_assert_int_eq(fseek(f, (long)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize), SEEK_SET), 0);
+        ck_assert_int_eq(fread(&ph, sizeof ph, 1, f), 1);
+        dyn |= ph.p_type == PT_INTERP || ph.p_type == PT_DYNAMIC;
+    }
+    fclose(f);
+    return dyn;
+}
+
+/* --static: the executable has no loader and no shared libraries, and runs
+ * (y = x*x + 1, by hand).  The plain build is dynamic (the check's control).
+ * --static is refused for the other --emit kinds.  Not under ASan (which has
+ * no static runtime): only the refusals are checked there. */
+START_TEST(test_static_exe)
+{
+    char model[1024], exe[1024], dyn_exe[1024], in[1024], feed[1100], out[1024], y[1100];
+    path(model, sizeof model, data_dir, "tiny.pbtxt");
+    path(exe, sizeof exe, tmp_dir, "tiny_static");
+    path(dyn_exe, sizeof dyn_exe, tmp_dir, "tiny_dynamic");
+    Result r = tfcc("compile", model, "--feed", "x:0", "--fetch", "y:0", "--static", "--emit", "lib", "-o",
+                    exe, NULL);
+    ck_assert_int_eq(r.rc, 2);
+    HAS(r.err, "error: --static links an executable: it needs --emit exe, not --emit lib");
+    ck_assert(!exists(exe));
+    result_free(&r);
+#if defined(__SANITIZE_ADDRESS__)
+    return;
+#endif
+    r = tfcc("compile", model, "--feed", "x:0", "--fetch", "y:0", "--static", "-o", exe, NULL);
+    ck_assert_msg(r.rc == 0, "%s", r.err);
+    result_free(&r);
+    r = tfcc("compile", model, "--feed", "x:0", "--fetch", "y:0", "-o", dyn_exe, NULL);
+    ck_assert_msg(r.rc == 0, "%s", r.err);
+    result_free(&r);
+    ck_assert_msg(!elf_is_dynamic(exe), "%s: --static left a dynamic executable", exe);
+    ck_assert_msg(elf_is_dynamic(dyn_exe), "%s: expected a dynamic executable", dyn_exe);
+
+    path(in, sizeof in, tmp_dir, "xs.npy");
+    path(out, sizeof out, tmp_dir, "static_out");
+    float xv[4] = {1, 2, 3, 4};
+    tcrt_tensor x = {xv, TCRT_F32, 2, {2, 2}};
+    char msg[256], log[1100];
+    ck_assert_int_eq(tcrt_npy_write(in, &x, msg, sizeof msg), TCRT_OK);
+    snprintf(feed, sizeof feed, "x:0=%s", in);
+    path(log, sizeof log, tmp_dir, "static.stdout");
+    char *argv[] = {exe, "--feed", feed, "--out-dir", out, "--threads", "2", NULL};
+    ck_assert_int_eq(run_child(argv, log), 0);
+    path(y, sizeof y, out, "y_0.npy");
+    tcrt_tensor t;
+    ck_assert_int_eq(tcrt_npy_read(y, &t, msg, sizeof msg), TCRT_OK);
+    ck_assert_int_eq(t.dtype, TCRT_F32);
+    ck_assert_int_eq(t.rank, 2);
+    const float *v = t.data;
+    ck_assert(v[0] == 2 && v[1] == 5 && v[2] == 10 && v[3] == 17);
+    free(t.data);
 }
 END_TEST
 
@@ -400,7 +473,7 @@ START_TEST(test_generated_set_arg)
     path(log, sizeof log, keep, "user.log");
     snprintf(cmd, sizeof cmd,
              "cd '%s' && cc -std=c11 -I'%s' user.c tiny.o tiny_weights.o -o user -L'%s' "
-             "-ltcrt_fast -ltcrt -lstdc++ -pthread -lm > user.log 2>&1",
+             "-ltcrt_fast -ltcrt -pthread -lm > user.log 2>&1",
              keep, TFCC_RUNTIME_INCLUDE, TFCC_RUNTIME_LIBDIR);
     ck_assert_msg(system(cmd) == 0, "compiling user.c failed (see %s)", log);
     char uexe[1100], out[1100];
@@ -441,6 +514,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_dump_and_keep);
     tcase_add_test(tc, test_exe_feed_guards);
     tcase_add_test(tc, test_generated_set_arg);
+    tcase_add_test(tc, test_static_exe);
     char probe[1200];
     path(probe, sizeof probe, models_dir, "github-tensorflow/aot_test_graph_tfadd/test_graph_tfadd.pbtxt");
     if (exists(probe))

@@ -11,7 +11,8 @@
 #   train     data/train.pbtxt (variable and update on ps:0, forward on the workers) trained
 #             5 steps under mpirun -np 3: loss and step lines equal to the single-process
 #             run; the checkpoint --save writes (rank 0) is byte-identical too
-#   spec      malformed --cluster values: exit 2 with the message (needs no MPI)
+#   spec      malformed --cluster values: exit 2 with the message; --emit c and --static
+#             with edges between tasks: exit 1 with the message (needs no MPI)
 #   dp        --data-parallel: data/dp_b2.pbtxt (batch 2 per replica) trained under mpirun -np 2
 #             on k=4 batches: the step lines and the saved weights agree (1e-5 relative) with
 #             data/dp_b4.pbtxt (batch 4) trained in one process on the same .npy; -np 1 and a
@@ -50,6 +51,12 @@ if [ "$case_" = spec ]; then
     [ $? -eq 1 ] || fail "--cluster --emit c: expected exit 1"
     grep -qF "only the host executable (--emit exe, --backend c, no --target) links MPI so far" "$work/err" \
         || fail "--cluster --emit c: got: $(cat "$work/err")"
+    # an executable that links MPI cannot be static (no MPI needed to get this error)
+    "$tfcc" compile "$model" --cluster ps=1,worker=2 --feed x --fetch y --static -o "$work/bad_static" 2>"$work/err"
+    [ $? -eq 1 ] || fail "--cluster --static: expected exit 1"
+    grep -qF "an executable that links MPI (--cluster with edges between tasks) cannot be static" "$work/err" \
+        || fail "--cluster --static: got: $(cat "$work/err")"
+    [ ! -e "$work/bad_static" ] || fail "--cluster --static wrote an output"
     # a task outside the cluster is a placement error naming the node
     "$tfcc" compile "$model" --cluster ps=1 --feed x --fetch y -o "$work/bad" 2>"$work/err"
     [ $? -eq 1 ] || fail "--cluster ps=1: expected exit 1"

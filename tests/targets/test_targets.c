@@ -8,9 +8,10 @@
  *   aarch64    DS_CNN_S and DNN_S (ML-KWS) compiled for aarch64-linux-gnu,
  *              run under qemu-aarch64, outputs compared with the TF.js
  *              references (rtol 1e-3 + atol 1e-4, as tests/e2e); DS_CNN_S
- *              also with --backend llvm when tfcc has LLVM
+ *              also with --static and with --backend llvm when tfcc has LLVM
  *   app        app.c (a phone-app-style program using kws.h) linked with the
- *              --emit lib archive, host and aarch64 (qemu), compared likewise
+ *              --emit lib archive (cc, -pthread -lm, no libstdc++), host and
+ *              aarch64 (qemu), compared likewise
  *   emitc-gcc, emitc-clang   the --emit c folder is pure C (no C++ file,
  *              no Eigen, no CXX / -lstdc++ in its Makefile), builds with
  *              `make CC=... CXX=false CFLAGS='-O2 -Wall -Werror'`, runs and
@@ -247,6 +248,12 @@ START_TEST(test_aarch64_models)
         snprintf(what, sizeof what, "%s aarch64-linux-gnu (qemu)", models[i]);
         run_exe(what, models[i], exe, true);
     }
+    /* --static: the cross libc.a linked in (libc6-dev-arm64-cross) */
+    char sexe[600];
+    snprintf(sexe, sizeof sexe, "%s/DS_CNN_S_a64_static", work);
+    const char *sextra[] = {"--target", "aarch64-linux-gnu", "--static", NULL};
+    ck_assert_int_eq(tfcc("DS_CNN_S", sexe, sextra, NULL), 0);
+    run_exe("DS_CNN_S aarch64-linux-gnu --static (qemu)", "DS_CNN_S", sexe, true);
     if (!cgl_available()) {
         printf("  --backend llvm: skipped (tfcc built without LLVM)\n");
         return;
@@ -272,8 +279,8 @@ static void app_for(const char *target, const char *cc, bool is_a64)
     snprintf(inc, sizeof inc, "-I%s", out);
     snprintf(app_src, sizeof app_src, "%s/targets/app.c", src_dir);
     snprintf(app, sizeof app, "%s/app-%s", work, target);
-    char *ccv[] = {(char *)cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", inc, app_src, lib,
-                   "-lstdc++", "-pthread", "-lm", "-o", app, NULL};
+    char *ccv[] = {(char *)cc, "-std=c11", "-O2",      "-Wall", "-Wextra", "-Werror", inc,
+                   app_src,    lib,        "-pthread", "-lm",   "-o",      app,       NULL};
     ck_assert_msg(run(ccv) == 0, "building app.c against %s failed", lib);
 
     /* raw float32 input from the reference's input_0.npy */
