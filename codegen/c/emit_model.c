@@ -816,56 +816,9 @@ static void emit_mpi_step(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *k)
                   (long long)rv->out[0].offset, t16 ? (size_t)cnt * 2 : ir_type_bytes(&rv->out[0].type), r, n->id);
 }
 
-/* Cross-operation weight prefetch (tcrt_prefetch_next): a packed conv
- * (TCRT_CONV_PACK_DIRECT, float32) prefetches the weights of the next
- * kernel in the schedule that has a constant operand of at least
- * PREFETCH_MIN_BYTES, over its own work, so that they come from the caches
- * rather than memory when that kernel starts.  Measured on MobileNetV2's
- * 7x7 layers (docs/performance.md). */
-enum { PREFETCH_MIN_BYTES = 64 << 10, PREFETCH_AHEAD = 5 };
-
-/* The largest constant operand of kernel k of at least PREFETCH_MIN_BYTES
- * (its node's inputs), or false. */
-static bool heavy_weights(const Kernel *k, IrValue *w)
-{
-    if (k->is_elem || k->is_region)
-        return false;
-    size_t best = 0;
-    for (int i = 0; i < k->node->n_inputs; i++) {
-        IrValue v = k->node->inputs[i];
-        size_t b = v.node->op == OP_CONST ? ir_type_bytes(&v.node->out[v.index].type) : 0;
-        if (b >= PREFETCH_MIN_BYTES && b > best)
-            best = b, *w = v;
-    }
-    return best > 0;
-}
-
-/* Before kernel i of a graph's schedule: its prefetch hint, when it is a
- * packed conv and one of the PREFETCH_AHEAD kernels after it has heavy
- * weights (further ahead they would leave the caches before their use). */
-static void emit_prefetch_hint(CgOut *o, const Kernel *ks, int n_ks, int i)
-{
-    const IrNode *n = ks[i].node;
-    if (ks[i].is_elem || ks[i].is_region || n->op != OP_CONV2D ||
-        n->p.i[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT || n->out[0].type.dtype != TCRT_F32)
-        return;
-    for (int j = i + 1; j < n_ks && j <= i + PREFETCH_AHEAD; j++) {
-        IrValue w;
-        if (ks[j].is_region)
-            return; /* control flow: the next kernel is not known */
-        if (heavy_weights(&ks[j], &w)) {
-            cg_printf(o, "tcrt_prefetch_next(w + %lld, %zu); /* %s's weights */\n",
-                      (long long)w.node->out[w.index].offset, ir_type_bytes(&w.node->out[w.index].type), ks[j].name);
-            return;
-        }
-    }
-}
-
 static void emit_calls(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *ks, int n_ks)
 {
     for (int i = 0; i < n_ks; i++) {
-        if (!c->mpi)
-            emit_prefetch_hint(o, ks, n_ks, i);
         if (c->mpi && g == c->g)
             emit_mpi_step(c, o, g, &ks[i]);
         else

@@ -228,15 +228,6 @@ tcrt_status tcrt_fast_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *ou
 tcrt_status tcrt_fast_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
                                        const tcrt_params *p);
 
-/* Prefetch hint for the next packed conv (TCRT_CONV_PACKED) this thread
- * runs: [p, p + bytes) is the data of the operation after it (its
- * weights), which that conv prefetches a share at a time over its own work,
- * so that the memory traffic overlaps its FMAs instead of stalling the next
- * operation.  The generated code sets it before each packed conv that has
- * large weights after it; the conv takes (and clears) it.  Only a hint: any
- * address may be given (prefetches never fault); bytes <= 0 clears it. */
-void tcrt_prefetch_next(const void *p, int64_t bytes);
-
 /* Packed convolution weights (TCRT_CONV_PACKED): HWIO w[KH,KW,Cin,Cout] ->
  * packed[ceil(Cout/TCRT_PACK_NR)][KH][KW][Cin][TCRT_PACK_NR], output channels
  * beyond Cout zero.  tcrt_conv_packed_floats gives the element count (0 on

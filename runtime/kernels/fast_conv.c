@@ -399,23 +399,7 @@ typedef struct ConvJob {
     int64_t ind_stride;
     float *patch; /* per thread: patch_floats apart (patch mode), else NULL */
     int64_t taps, pstride, tiles, chunks, tiles_per_chunk, pixels, cblocks, tap_block;
-    /* the next operation's weights (tcrt_prefetch_next), prefetched in
-     * next_share bytes per kernel call of the first tap group */
-    const char *next;
-    int64_t next_bytes, next_share;
-    bool tile_major;
 } ConvJob;
-
-/* The hint of tcrt_prefetch_next, per calling thread, until the next
- * packed conv takes it. */
-static _Thread_local const char *next_ptr;
-static _Thread_local int64_t next_len;
-
-void tcrt_prefetch_next(const void *p, int64_t bytes)
-{
-    next_ptr = bytes > 0 ? p : NULL;
-    next_len = bytes > 0 ? bytes : 0;
-}
 
 /* An output pixel's (n, oh, ow), kept by the task loops from tile to tile
  * instead of two 64-bit divisions per tile. */
@@ -586,13 +570,6 @@ static void conv_tile(const ConvJob *j, int64_t t, int64_t cb, int64_t tp0, int6
                      tp1 < j->taps,
                      pf,
                      pf_bytes};
-    /* call (t, cb)'s share of the next operation's weights: every byte
-     * once over the layer's calls, whichever thread runs them */
-    int64_t at = (j->tile_major ? t * j->cblocks + cb : cb * j->tiles + t) * j->next_share;
-    if (j->next && tp0 == 0 && at < j->next_bytes) {
-        e.pf2 = j->next + at;
-        e.pf2_bytes = j->next_bytes - at < j->next_share ? j->next_bytes - at : j->next_share;
-    }
     const float *b = g->w + (col0 / TCRT_PACK_NR) * j->pstride + tp0 * g->C * TCRT_PACK_NR;
     /* rows: conv_pointers merged the taps of each kernel row */
     int64_t taps = rows ? (tp1 - tp0) / g->KW : tp1 - tp0, kc = rows ? g->KW * g->C : g->C;
@@ -1419,9 +1396,6 @@ void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const
 
 tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
-    const char *next = next_ptr;
-    int64_t next_bytes = next_len;
-    tcrt_prefetch_next(NULL, 0); /* the hint is this call's */
     if (p && p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_DWBLOCK)
         return tcrt_dwblock_run(in, n_in, out, n_out, p); /* fast_pool.c */
     PConv g;
@@ -1477,10 +1451,6 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
     j.tiles_per_chunk = tile_major ? chunk_tiles(j.tiles, 1, macs * j.cblocks, team())
                                    : chunk_tiles(j.tiles, j.cblocks, macs, team());
     j.chunks = div_up(j.tiles, j.tiles_per_chunk);
-    j.tile_major = tile_major;
-    j.next = next;
-    j.next_bytes = next_bytes;
-    j.next_share = div_up(div_up(next_bytes, j.tiles * j.cblocks), 64) * 64;
     int64_t group = CONV_PANEL_BYTES / ((int64_t)sizeof(float) * j.k.nr * g.C);
     j.tap_block = block_of(j.taps, group > 0 ? group : 1);
     if (tile_major)

@@ -168,10 +168,6 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
         for (; k + 8 <= kc; k += 8, bp += 128) {                                                             \
             _mm_prefetch(pf, _MM_HINT_T1);                                                                   \
             pf = pf < pf_last ? pf + 64 : pf;                                                                \
-            _mm_prefetch(pf2, _MM_HINT_T1);                                                                  \
-            pf2 = pf2 < pf2_last ? pf2 + 64 : pf2;                                                           \
-            _mm_prefetch(pf2, _MM_HINT_T1);                                                                  \
-            pf2 = pf2 < pf2_last ? pf2 + 64 : pf2;                                                           \
             KSTEP8(FMA)                                                                                      \
         }                                                                                                    \
         for (; k < kc; k++, bp += 16) {                                                                      \
@@ -181,29 +177,13 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
         }                                                                                                    \
     }
 
-/* A prefetch stream's range for panel q of panels: an equal share of
- * [p, p + bytes), as [*first, *last] line addresses; with nothing left
- * (or no stream) both are dflt, a line the panel reads anyway. */
-static inline void pf_share(const char *p, int64_t bytes, int64_t panels, int64_t q, const char *dflt,
-                            const char **first, const char **last)
-{
-    int64_t share = (bytes + panels * 64 - 1) / (panels * 64) * 64;
-    *first = *last = dflt;
-    if (p && bytes > 0 && q * share < bytes) {
-        int64_t n = bytes - q * share < share ? bytes - q * share : share;
-        *first = p + q * share;
-        *last = *first + (n - 1) / 64 * 64;
-    }
-}
-
 /* One 16-column panel of the conv kernel: columns [col, col + nc) of the
- * caller's block (nc <= 16), weights b (the panel), prefetch ranges [pf,
- * pf_last] (one line per 8 k steps) and [pf2, pf2_last] (two). */
+ * caller's block (nc <= 16), weights b (the panel), prefetch range [pf,
+ * pf_last]. */
 static inline __attribute__((always_inline)) void conv_panel(int64_t mr, int64_t nc, int64_t taps, int64_t kc,
                                                              const float *const *ind, const float *b,
                                                              float *c, int64_t ldc, const TcrtKernEpi *epi,
-                                                             int64_t col, const char *pf, const char *pf_last,
-                                                             const char *pf2, const char *pf2_last)
+                                                             int64_t col, const char *pf, const char *pf_last)
 {
     const __m256i m[2] = {lane_mask(nc), lane_mask(nc - 8)};
     /* a partial K block stores raw sums.  The bias is added at the store,
@@ -251,18 +231,21 @@ void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const f
                        const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
 {
     int64_t panels = (nc + 15) / 16;
-    /* the prefetch streams (TcrtKernEpi.pf: the weights the next calls
-     * read; pf2: the next operation's), an equal share per panel: one (pf2:
-     * two) lines per 8 k steps until the last, then the last line again (an
-     * L2 hit), so the loop has no branch for it.  Measured on the 7x7x512
-     * 3x3 conv (Cout-block-major, 9.4 MB of weights from memory) and on
-     * MobileNetV2's 7x7 layers: see docs/performance.md. */
+    /* the prefetch stream (TcrtKernEpi.pf: the weights the next calls read),
+     * an equal share per panel: one line per 8 k steps until pf_last, then
+     * the last line again (an L2 hit), so the loop has no branch for it.
+     * Measured on the 7x7x512 3x3 conv (Cout-block-major, 9.4 MB of weights
+     * from memory): see docs/performance.md. */
+    int64_t share = epi->pf ? (epi->pf_bytes + panels * 64 - 1) / (panels * 64) * 64 : 0;
     for (int64_t q = 0; q < panels; q++) {
-        const char *pf, *pf_last, *pf2, *pf2_last;
-        pf_share(epi->pf, epi->pf_bytes, panels, q, (const char *)b, &pf, &pf_last);
-        pf_share(epi->pf2, epi->pf2_bytes, panels, q, (const char *)b, &pf2, &pf2_last);
+        const char *pf = (const char *)b, *pf_last = pf;
+        if (epi->pf && q * share < epi->pf_bytes) {
+            int64_t n = epi->pf_bytes - q * share < share ? epi->pf_bytes - q * share : share;
+            pf = epi->pf + q * share;
+            pf_last = pf + (n - 1) / 64 * 64;
+        }
         conv_panel(mr, nc - q * 16 < 16 ? nc - q * 16 : 16, taps, kc, ind, b + q * pstride, c + q * 16, ldc,
-                   epi, q * 16, pf, pf_last, pf2, pf2_last);
+                   epi, q * 16, pf, pf_last);
     }
 }
 

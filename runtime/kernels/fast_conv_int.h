@@ -67,12 +67,6 @@ typedef struct TcrtKernEpi {
      * (pf NULL: none; kernels may ignore it). */
     const char *pf;
     int64_t pf_bytes;
-    /* Second prefetch stream, two lines per 8 k steps: this call's share of
-     * the next operation's weights (tcrt_prefetch_next), so that they come
-     * from L2/L3 instead of memory when it starts (pf2 NULL: none; kernels
-     * may ignore it). */
-    const char *pf2;
-    int64_t pf2_bytes;
 } TcrtKernEpi;
 
 typedef void (*tcrt_ukernel_fn)(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,

@@ -371,70 +371,6 @@ START_TEST(test_large_elementwise_threads)
 }
 END_TEST
 
-/* Cross-operation weight prefetch: of two 1x1 convs in a row, x[1,7,7,64]
- * -> 64 -> 512 channels, the first (packed) hints the second's weights
- * (128 KiB, over the 64 KiB threshold) with tcrt_prefetch_next; the second,
- * with nothing heavy after it, hints nothing.  x = 1, w1 = 1/64 and w2 =
- * 0.5 give y = 64 * 0.5 = 32 exactly (by hand). */
-START_TEST(test_prefetch_hint)
-{
-    enum { C0 = 64, C1 = 64, C2 = 512, P = 49 };
-    char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    Status st = ST_INIT;
-    IrGraph *g = ir_graph_new(NULL, &st);
-    IrType xt = {TCRT_F32, ir_shape_make(4, (int64_t[]){1, 7, 7, C0})};
-    IrValue x = ir_add_feed(g, "x", &xt, &st);
-    float *w1 = malloc(sizeof(float) * C0 * C1), *w2 = malloc(sizeof(float) * C1 * C2);
-    for (int i = 0; i < C0 * C1; i++)
-        w1[i] = 1.0f / 64;
-    for (int i = 0; i < C1 * C2; i++)
-        w2[i] = 0.5f;
-    IrShape s1 = ir_shape_make(4, (int64_t[]){1, 1, C0, C1}), s2 = ir_shape_make(4, (int64_t[]){1, 1, C1, C2});
-    IrParams p;
-    memset(&p, 0, sizeof p);
-    p.i[TCRT_CONV_SH] = p.i[TCRT_CONV_SW] = p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = 1;
-    IrValue in1[2] = {x, ir_const(g, TCRT_F32, &s1, w1, &st)};
-    IrValue h = ir_emit1(g, OP_CONV2D, in1, 2, &p, NULL, &st);
-    IrValue in2[2] = {h, ir_const(g, TCRT_F32, &s2, w2, &st)};
-    IrValue y = ir_emit1(g, OP_CONV2D, in2, 2, &p, NULL, &st);
-    ck_assert_msg(st_ok(&st), "%s", st.msg);
-    ck_assert(ir_add_fetch(g, "y", y, &st));
-    ck_assert_msg(pass_run_pipeline(g, NULL, &st), "%s", st.msg);
-    emit_and_build(g, dir, "pf");
-
-    char path[200];
-    snprintf(path, sizeof path, "%s/pf.c", dir);
-    size_t len;
-    char *src = slurp(path, &len);
-    const char *hint = strstr(src, "tcrt_prefetch_next(w + ");
-    ck_assert_msg(hint, "no prefetch hint in:\n%s", src);
-    ck_assert_msg(strstr(hint, ", 131072); /* "), "hint of another size: %.80s", hint);
-    ck_assert_msg(!strstr(hint + 1, "tcrt_prefetch_next("), "a second hint");
-    free(src);
-
-    float *xv = malloc(sizeof(float) * P * C0), *want = malloc(sizeof(float) * P * C2);
-    for (int i = 0; i < P * C0; i++)
-        xv[i] = 1.0f;
-    for (int i = 0; i < P * C2; i++)
-        want[i] = 32.0f;
-    char xpath[128], feed[160], exe[128], outdir[128];
-    snprintf(xpath, sizeof xpath, "%s/x.npy", dir);
-    write_npy_f32(xpath, xv, 4, (int64_t[]){1, 7, 7, C0});
-    snprintf(feed, sizeof feed, "x=%s", xpath);
-    snprintf(exe, sizeof exe, "%s/pf", dir);
-    snprintf(outdir, sizeof outdir, "%s/out", dir);
-    ck_assert_int_eq(mkdir(outdir, 0755), 0);
-    char *argv[] = {exe, "--feed", feed, "--out-dir", outdir, NULL};
-    ck_assert_int_eq(run_exe(argv), 0);
-    snprintf(path, sizeof path, "%s/y.npy", outdir);
-    check_npy_f32(path, want, 4, (int64_t[]){1, 7, 7, C2});
-    free(w1), free(w2), free(xv), free(want);
-    ir_graph_free(g);
-    remove_tree(dir);
-}
-END_TEST
-
 START_TEST(test_deterministic_output)
 {
     char d1[64], d2[64];
@@ -550,7 +486,6 @@ static Suite *codegen_suite(void)
     tcase_add_test(tc, test_tiny_api);
     tcase_add_test(tc, test_broadcast_elementwise);
     tcase_add_test(tc, test_large_elementwise_threads);
-    tcase_add_test(tc, test_prefetch_hint);
     tcase_add_test(tc, test_build_error_reported);
     suite_add_tcase(s, tc);
     return s;

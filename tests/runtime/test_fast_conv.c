@@ -82,10 +82,6 @@ static bool unpacked_mode;
  * reference conv on the HWIO weights. */
 static int wino_mode;
 
-/* When > 0, run_conv runs the fast conv again after a tcrt_prefetch_next
- * hint of that many bytes (a buffer of its own) and wants the same bits. */
-static int64_t hint_bytes;
-
 /* Runs case c with the current ISA cap and thread count; checks every output. */
 static void run_conv(const ConvCase *c, const char *what)
 {
@@ -161,19 +157,6 @@ static void run_conv(const ConvCase *c, const char *what)
     for (int64_t i = 0; i < ny; i++)
         ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i]), "%s [%lld]: got %.7g want %.7g", what,
                       (long long)i, got[i], ref[i]);
-    if (hint_bytes > 0) {
-        float *again = malloc((size_t)ny * sizeof(float));
-        char *next = malloc((size_t)hint_bytes);
-        memset(next, 1, (size_t)hint_bytes);
-        memcpy(again, got, (size_t)ny * sizeof(float));
-        for (int64_t i = 0; i < ny; i++)
-            got[i] = NAN;
-        tcrt_prefetch_next(next, hint_bytes);
-        ck_assert_int_eq(tcrt_fast_conv2d(in, n_in, out, 2, &p), TCRT_OK);
-        ck_assert_msg(!memcmp(again, got, (size_t)ny * sizeof(float)), "%s: another result with a hint of %lld bytes",
-                      what, (long long)hint_bytes);
-        free(again), free(next);
-    }
     if (wino_mode && c->cin * c->cout * ny <= 200000) {
         /* the reference kernel reads Winograd-packed weights too (the
          * fallback of a missing workspace) */
@@ -283,29 +266,6 @@ START_TEST(conv_short_tiles)
         ConvCase c = {1, 1, 3, 1100, 3, 3, cout, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU};
         run_conv_all(&c, cout == 17 ? "short tile split cout 17" : "short tile split cout 40");
     }
-}
-END_TEST
-
-/* tcrt_prefetch_next (the next operation's weights, prefetched over the
- * conv's calls) changes no bit of the result: tile-major and Cout-block-
- * major with the taps split, a hint smaller than one line and one larger
- * than the calls can prefetch. */
-START_TEST(conv_prefetch_hint)
-{
-    static const ConvCase cases[] = {
-        {1, 7, 7, 160, 1, 1, 96, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU6},
-        {1, 4, 5, 1024, 3, 3, 80, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU},
-        {2, 9, 10, 40, 3, 3, 200, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_NONE},
-    };
-    static const int64_t sizes[] = {1, 100000, 8 << 20};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-            hint_bytes = sizes[k];
-            char name[48];
-            snprintf(name, sizeof name, "hint case %zu, %lld bytes", i, (long long)sizes[k]);
-            run_conv_all(&cases[i], name);
-        }
-    hint_bytes = 0;
 }
 END_TEST
 
@@ -890,7 +850,6 @@ int main(void)
     tcase_add_test(tc, conv_cases);
     tcase_add_test(tc, conv_cout_tails);
     tcase_add_test(tc, conv_short_tiles);
-    tcase_add_test(tc, conv_prefetch_hint);
     tcase_add_test(tc, conv_random);
     tcase_add_test(tc, conv_winograd);
     tcase_add_test(tc, conv_dwblock);
