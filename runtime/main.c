@@ -18,7 +18,8 @@
  *      the arg's (k >= 1, the other dims equal) is read whole and holds k
  *      batches; with --data-parallel (runtime/mpi.c sets the replica
  *      globals below) also without --steps, and k must be a multiple of
- *      the replica count N for every feed of rank >= 1;
+ *      the replica count N for every feed of rank >= 1; a feed of at least
+ *      FEED_REREAD_BYTES that is not batches is freed after its checks;
  *   4. allocate the 64-byte-aligned arena, load the variables' initial
  *      values (tcrt_vars_init), then with --restore the variables and the
  *      global step from the checkpoint;
@@ -27,8 +28,10 @@
  *      S..N-1 after the restored step S, step i copying batch i mod k of each
  *      batched feed (--data-parallel: replica r of R copies batch
  *      (i*R + r) mod k) (every feed is copied again before each run,
- *      outside the timing).  After every successful run the assigned values are
- *      committed (tcrt_vars_commit).  With --steps, every K steps (and after
+ *      outside the timing; a freed large feed is read from its file again,
+ *      straight into the arena, header checked again).  After every
+ *      successful run the assigned values are committed
+ *      (tcrt_vars_commit).  With --steps, every K steps (and after
  *      the last) a line "step=S NAME=VALUE ..." gives each float32/float64
  *      one-element result (%.9g / %.17g: the value the step computed, the
  *      loss before its update); --save writes the checkpoint (every variable
@@ -64,6 +67,11 @@
 #include <time.h>
 
 enum { EXIT_OK = 0, EXIT_RUN = 1, EXIT_USAGE = 2 };
+/* Feeds of at least this many bytes (that are not batches) are not kept in
+ * memory after their check: each run reads the file again into the arena
+ * (tcrt_npy_read_feed_into).  Smaller ones are kept (a training loop's
+ * step would otherwise open a file per feed). */
+enum { FEED_REREAD_BYTES = 64 << 10 };
 
 /* The checkpoint entry holding the global step (int64 scalar). */
 #define GLOBAL_STEP_KEY "tfcc/global_step"
@@ -585,6 +593,13 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
             rc = (s == TCRT_ERR_DTYPE || s == TCRT_ERR_SHAPE) ? EXIT_USAGE : EXIT_RUN;
             goto done;
         }
+        /* a large feed is read again, straight into the arena, before each
+         * run instead of being kept: no second copy of it while the model
+         * runs (an RGB image is a few hundred KB to a few MB) */
+        if (io->bytes >= FEED_REREAD_BYTES) {
+            free(feeds[j].data);
+            feeds[j].data = NULL;
+        }
     }
 
     /* 4. arena, state, checkpoint folder */
@@ -635,6 +650,16 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     for (int64_t step = start; step < end; step++) {
         for (int j = 0; j < n_args; j++) {
             char err[1024];
+            if (!feeds[j].data && m->args[j].bytes > 0) { /* FEED_REREAD_BYTES */
+                if (tcrt_npy_read_feed_into(feed_file[j], &m->args[j], arena + m->args[j].offset, err,
+                                            sizeof err) != TCRT_OK) {
+                    errorf("feed '%s': %s (read again before run %lld)", m->args[j].name, err,
+                           (long long)(step - start) + 1);
+                    rc = EXIT_RUN;
+                    goto done;
+                }
+                continue;
+            }
             tcrt_tensor batch = feeds[j];
             if (n_batches[j] > 1) {
                 batch.dims[0] = m->args[j].dims[0];

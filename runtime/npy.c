@@ -281,7 +281,11 @@ static FILE *open_regular(const char *path, struct stat *sb, tcrt_status *st, ch
     return f;
 }
 
-static tcrt_status npy_read(const char *path, const tcrt_io *io, tcrt_tensor *out, char *err, size_t errlen)
+/* Reads path into out (dtype, dims, data); with io, checks the header
+ * against it first.  dst: the data goes there instead of a malloc'ed buffer
+ * (exactly io->bytes of it: the header matched io). */
+static tcrt_status npy_read(const char *path, const tcrt_io *io, tcrt_tensor *out, void *dst, char *err,
+                            size_t errlen)
 {
     if (!path || !out)
         return fail(err, errlen, TCRT_ERR_ARG, path ? path : "(null)", "no output tensor");
@@ -409,7 +413,12 @@ static tcrt_status npy_read(const char *path, const tcrt_io *io, tcrt_tensor *ou
                   rest < nbytes ? ": truncated data" : ": extra bytes after the data");
         goto done;
     }
-    data = malloc(nbytes ? (size_t)nbytes : 1);
+    if (dst && nbytes != io->bytes) { /* a descriptor whose bytes disagree with its dims */
+        st = fail(err, errlen, TCRT_ERR_ARG, path, "%llu bytes of data, the arg holds %llu",
+                  (unsigned long long)nbytes, (unsigned long long)io->bytes);
+        goto done;
+    }
+    data = dst ? dst : malloc(nbytes ? (size_t)nbytes : 1);
     if (!data) {
         st = fail(err, errlen, TCRT_ERR_NOMEM, path, "out of memory for %llu bytes of data",
                   (unsigned long long)nbytes);
@@ -426,7 +435,8 @@ static tcrt_status npy_read(const char *path, const tcrt_io *io, tcrt_tensor *ou
     for (int i = 0; i < h.rank; i++)
         out->dims[i] = h.dims[i];
 done:
-    free(data);
+    if (data != dst)
+        free(data);
     free(hdr);
     fclose(f);
     return st;
@@ -434,7 +444,7 @@ done:
 
 tcrt_status tcrt_npy_read(const char *path, tcrt_tensor *out, char *err, size_t errlen)
 {
-    return npy_read(path, NULL, out, err, errlen);
+    return npy_read(path, NULL, out, NULL, err, errlen);
 }
 
 tcrt_status tcrt_npy_read_feed(const char *path, const tcrt_io *io, tcrt_tensor *out, char *err,
@@ -442,7 +452,16 @@ tcrt_status tcrt_npy_read_feed(const char *path, const tcrt_io *io, tcrt_tensor 
 {
     if (!io)
         return fail(err, errlen, TCRT_ERR_ARG, path ? path : "(null)", "no signature to check against");
-    return npy_read(path, io, out, err, errlen);
+    return npy_read(path, io, out, NULL, err, errlen);
+}
+
+tcrt_status tcrt_npy_read_feed_into(const char *path, const tcrt_io *io, void *dst, char *err, size_t errlen)
+{
+    if (!io || !dst)
+        return fail(err, errlen, TCRT_ERR_ARG, path ? path : "(null)",
+                    io ? "no destination buffer" : "no signature to check against");
+    tcrt_tensor t;
+    return npy_read(path, io, &t, dst, err, errlen);
 }
 
 /* ---- write ---- */

@@ -166,6 +166,12 @@ tcrt_status tcrt_npy_read(const char *path, tcrt_tensor *out, char *err, size_t 
  * float32[2,2], got int32[2,2]") whatever its size. */
 tcrt_status tcrt_npy_read_feed(const char *path, const tcrt_io *io, tcrt_tensor *out, char *err,
                                size_t errlen);
+/* Like tcrt_npy_read_feed, but the data (io->bytes, once the header matched
+ * io) is read straight into dst, which nothing is allocated for: the
+ * standalone executable reads large feeds into the arena this way before
+ * each run instead of keeping a second copy.  On a read error dst may hold
+ * part of the data. */
+tcrt_status tcrt_npy_read_feed_into(const char *path, const tcrt_io *io, void *dst, char *err, size_t errlen);
 /* Writes atomically: a new temporary file next to path (created exclusively,
  * so an existing file or symlink of that name is never followed), flushed
  * to disk, then renamed over path.  On failure the temporary is removed and

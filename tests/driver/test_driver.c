@@ -138,6 +138,56 @@ START_TEST(test_static_exe)
 }
 END_TEST
 
+/* A feed of at least 64 KiB is not kept after its checks: each run reads
+ * it again, straight into the arena (runtime/main.c FEED_REREAD_BYTES).
+ * y = x*x + 1 on x[128,128] (64 KiB), x = i % 7, with --repeat 3 (four
+ * runs, each overwriting the arena): every output is the hand value. */
+START_TEST(test_large_feed_repeat)
+{
+    enum { D = 128 };
+    char model[1024], exe[1024], in[1024], feed[1100], out[1024], y[1100], log[1100];
+    /* tiny.pbtxt with x: float32[128,128] */
+    path(model, sizeof model, tmp_dir, "big.pbtxt");
+    FILE *mf = fopen(model, "w");
+    ck_assert_ptr_nonnull(mf);
+    fputs("node { name: \"x\" op: \"Placeholder\" attr { key: \"dtype\" value { type: DT_FLOAT } }\n"
+          "  attr { key: \"shape\" value { shape { dim { size: 128 } dim { size: 128 } } } } }\n"
+          "node { name: \"one\" op: \"Const\" attr { key: \"dtype\" value { type: DT_FLOAT } }\n"
+          "  attr { key: \"value\" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }\n"
+          "node { name: \"sq\" op: \"Mul\" input: \"x\" input: \"x\" attr { key: \"T\" value { type: "
+          "DT_FLOAT } } }\n"
+          "node { name: \"y\" op: \"AddV2\" input: \"sq\" input: \"one\" attr { key: \"T\" value { type: "
+          "DT_FLOAT } } }\n",
+          mf);
+    fclose(mf);
+    path(exe, sizeof exe, tmp_dir, "tiny_big");
+    Result r = tfcc("compile", model, "--feed", "x:0", "--fetch", "y:0", "-o", exe, NULL);
+    ck_assert_msg(r.rc == 0, "%s", r.err);
+    result_free(&r);
+    float *xv = malloc(sizeof(float) * D * D);
+    for (int i = 0; i < D * D; i++)
+        xv[i] = (float)(i % 7);
+    tcrt_tensor x = {xv, TCRT_F32, 2, {D, D}};
+    char msg[256];
+    path(in, sizeof in, tmp_dir, "xbig.npy");
+    ck_assert_int_eq(tcrt_npy_write(in, &x, msg, sizeof msg), TCRT_OK);
+    snprintf(feed, sizeof feed, "x:0=%s", in);
+    path(out, sizeof out, tmp_dir, "big_out");
+    path(log, sizeof log, tmp_dir, "big.stdout");
+    char *argv[] = {exe, "--feed", feed, "--out-dir", out, "--repeat", "3", NULL};
+    ck_assert_int_eq(run_child(argv, log), 0);
+    path(y, sizeof y, out, "y_0.npy");
+    tcrt_tensor t;
+    ck_assert_int_eq(tcrt_npy_read(y, &t, msg, sizeof msg), TCRT_OK);
+    ck_assert(t.rank == 2 && t.dims[0] == D && t.dims[1] == D);
+    const float *v = t.data;
+    for (int i = 0; i < D * D; i++)
+        ck_assert_msg(v[i] == xv[i] * xv[i] + 1, "y[%d] = %g, want %g", i, v[i], xv[i] * xv[i] + 1);
+    free(t.data);
+    free(xv);
+}
+END_TEST
+
 /* -o names a C keyword: the generated API must still compile (the model's C
  * type would otherwise be `if`). */
 START_TEST(test_keyword_name)
@@ -515,6 +565,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_exe_feed_guards);
     tcase_add_test(tc, test_generated_set_arg);
     tcase_add_test(tc, test_static_exe);
+    tcase_add_test(tc, test_large_feed_repeat);
     char probe[1200];
     path(probe, sizeof probe, models_dir, "github-tensorflow/aot_test_graph_tfadd/test_graph_tfadd.pbtxt");
     if (exists(probe))

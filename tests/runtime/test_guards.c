@@ -281,6 +281,41 @@ START_TEST(npy_read_feed_checks_header_first)
 }
 END_TEST
 
+/* tcrt_npy_read_feed_into: the same checks, the data straight into the
+ * caller's buffer; a refused file leaves the buffer as it was, a
+ * descriptor whose byte count disagrees with its dims included. */
+START_TEST(npy_read_feed_into)
+{
+    static const tcrt_io io = {"x:0", TCRT_F32, 2, {2, 2}, 16, 0};
+    static const tcrt_io bad_bytes = {"x:0", TCRT_F32, 2, {2, 2}, 12, 0};
+    char p[128], err[512];
+    path_of(p, sizeof p, "g.npy");
+    float fv[4] = {1, 2, 3, 4}, dst[4] = {9, 9, 9, 9}, nines[4] = {9, 9, 9, 9};
+    int32_t iv[4] = {1, 2, 3, 4};
+    write_npy(p, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }", iv, 16);
+    ck_assert_int_eq(tcrt_npy_read_feed_into(p, &io, dst, err, sizeof err), TCRT_ERR_DTYPE);
+    ck_assert_msg(strstr(err, "g.npy: wrong dtype: expected float32[2,2], got int32[2,2]") != NULL, "%s",
+                  err);
+    ck_assert_mem_eq(dst, nines, 16);
+    write_npy(p, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", fv, 16);
+    ck_assert_int_eq(tcrt_npy_read_feed_into(p, &io, dst, err, sizeof err), TCRT_ERR_SHAPE);
+    ck_assert_mem_eq(dst, nines, 16);
+    write_npy(p, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", fv, 8);
+    ck_assert_int_eq(tcrt_npy_read_feed_into(p, &io, dst, err, sizeof err), TCRT_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "truncated data") != NULL, "%s", err);
+    ck_assert_mem_eq(dst, nines, 16);
+    write_npy(p, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", fv, 16);
+    ck_assert_int_eq(tcrt_npy_read_feed_into(p, &bad_bytes, dst, err, sizeof err), TCRT_ERR_ARG);
+    ck_assert_msg(strstr(err, "is 16 bytes but the signature says 12") != NULL, "%s", err);
+    ck_assert_mem_eq(dst, nines, 16);
+    ck_assert_msg(tcrt_npy_read_feed_into(p, &io, dst, err, sizeof err) == TCRT_OK, "%s", err);
+    ck_assert_mem_eq(dst, fv, 16);
+    ck_assert_int_eq(tcrt_npy_read_feed_into(p, NULL, dst, err, sizeof err), TCRT_ERR_ARG);
+    ck_assert_int_eq(tcrt_npy_read_feed_into(p, &io, NULL, err, sizeof err), TCRT_ERR_ARG);
+    ck_assert_msg(strstr(err, "no destination buffer") != NULL, "%s", err);
+}
+END_TEST
+
 /* Counts the entries of dir other than "." and ".." whose name contains sub. */
 static int count_entries(const char *sub)
 {
@@ -624,6 +659,7 @@ int main(void)
     tcase_add_test(tn, npy_bad_headers);
     tcase_add_test(tn, npy_not_regular);
     tcase_add_test(tn, npy_read_feed_checks_header_first);
+    tcase_add_test(tn, npy_read_feed_into);
     tcase_add_test(tn, npy_write_atomic);
     TCase *tf = tcase_create("feeds");
     tcase_add_checked_fixture(tf, setup, teardown);
