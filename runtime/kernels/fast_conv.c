@@ -1008,6 +1008,139 @@ static void thin_task(void *ctx, int64_t task, int tid)
     }
 }
 
+/* ---- stem convolution: few input channels, Cout a multiple of 16 ---- */
+
+/* A network's first conv (an RGB image, Cin 3: MobileNet's 3x3 stride 2 to
+ * 32 channels, ResNet's 7x7 stride 2 to 64) has a reduction of only KW*Cin
+ * values per kernel row, so the packed kernel runs it as KH short taps per
+ * tile (patch mode) and spends much of its time outside its k loop.  A
+ * direct loop suits it better: per 16-channel panel, four output pixels at
+ * a time (two 8-lane accumulators each: 8 independent FMA chains), each
+ * input value broadcast against the packed weight row (the panel's
+ * [KH][KW][Cin][16] layout read as is), every tap (kh, kw, c) one FMA in
+ * the packed kernel's order.  Without dilation a kernel row's KW*Cin
+ * inputs and weights are contiguous, so they run as one loop.  Pixels whose
+ * window leaves the input go one at a time with their columns checked.
+ * Measured: see docs/performance.md. */
+enum { STEM_MAX_CIN = 4, STEM_MAX_K = 100 };
+
+static bool stem_applies(const PConv *g)
+{
+    return g->C <= STEM_MAX_CIN && g->O % TCRT_PACK_NR == 0 && g->KH * g->KW * g->C <= STEM_MAX_K;
+}
+
+typedef struct Stem {
+    const PConv *g;
+    int64_t pstride, per_task, n_rows, ow_in0, ow_in1;
+} Stem;
+
+/* act(a + bias + res) of one pixel's 16 channels at y (res: NULL or the
+ * same place in the residual; bias: NULL or the panel's). */
+static inline void stem_store(const PConv *g, float *y, const float *res, const float *bias, nvf lo, nvf hi)
+{
+    if (bias)
+        lo += nv_load(bias), hi += nv_load(bias + NV);
+    if (res)
+        lo += nv_load(res), hi += nv_load(res + NV);
+    lo = nv_act(lo, g->act, g->alpha);
+    hi = nv_act(hi, g->act, g->alpha);
+    memcpy(y, &lo, sizeof lo);
+    memcpy(y + NV, &hi, sizeof hi);
+}
+
+/* Pixels ow .. ow + 3 of row (n, oh), every window inside the input's
+ * columns, taps kh in [k0, k1), output channels [col, col + 16). */
+static void stem_quad(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
+{
+    const PConv *g = q->g;
+    const int64_t C = g->C, ps = g->sw * C, kc = g->KW * C;
+    const float *xn = g->x + n * g->H * g->W * C, *w = g->w + col / TCRT_PACK_NR * q->pstride;
+    nvf a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0};
+    for (int64_t kh = k0; kh < k1; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        const float *x0 = xn + (ih * g->W + ow * g->sw - g->pl) * C;
+        const float *wr = w + kh * kc * TCRT_PACK_NR;
+        /* (kw, c) as one index k when the row's inputs are contiguous */
+        int64_t n_kw = g->dw == 1 ? 1 : g->KW, run = g->dw == 1 ? kc : C;
+        for (int64_t kw = 0; kw < n_kw; kw++, x0 += g->dw * C, wr += run * TCRT_PACK_NR) {
+            for (int64_t k = 0; k < run; k++) {
+                nvf wl = nv_load(wr + k * TCRT_PACK_NR), wh = nv_load(wr + k * TCRT_PACK_NR + NV);
+                nvf s = nv_splat(x0[k]);
+                a0 += s * wl, a1 += s * wh;
+                s = nv_splat(x0[ps + k]);
+                b0 += s * wl, b1 += s * wh;
+                s = nv_splat(x0[2 * ps + k]);
+                c0 += s * wl, c1 += s * wh;
+                s = nv_splat(x0[3 * ps + k]);
+                d0 += s * wl, d1 += s * wh;
+            }
+        }
+    }
+    int64_t pix = (n * g->OH + oh) * g->OW + ow;
+    const float *bias = g->bias ? g->bias + col : NULL, *res = g->res ? g->res + pix * g->O + col : NULL;
+    float *y = g->y + pix * g->O + col;
+    stem_store(g, y, res, bias, a0, a1);
+    stem_store(g, y + g->O, res ? res + g->O : NULL, bias, b0, b1);
+    stem_store(g, y + 2 * g->O, res ? res + 2 * g->O : NULL, bias, c0, c1);
+    stem_store(g, y + 3 * g->O, res ? res + 3 * g->O : NULL, bias, d0, d1);
+}
+
+/* One pixel ow of row (n, oh), taps kh in [k0, k1), columns checked. */
+static void stem_one(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
+{
+    const PConv *g = q->g;
+    const int64_t C = g->C;
+    const float *xn = g->x + n * g->H * g->W * C, *w = g->w + col / TCRT_PACK_NR * q->pstride;
+    nvf lo = {0}, hi = {0};
+    for (int64_t kh = k0; kh < k1; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        for (int64_t kw = 0; kw < g->KW; kw++) {
+            int64_t iw = ow * g->sw - g->pl + kw * g->dw;
+            if (iw < 0 || iw >= g->W)
+                continue;
+            const float *xp = xn + (ih * g->W + iw) * C, *wc = w + (kh * g->KW + kw) * C * TCRT_PACK_NR;
+            for (int64_t c = 0; c < C; c++) {
+                nvf s = nv_splat(xp[c]);
+                lo += s * nv_load(wc + c * TCRT_PACK_NR);
+                hi += s * nv_load(wc + c * TCRT_PACK_NR + NV);
+            }
+        }
+    }
+    int64_t pix = (n * g->OH + oh) * g->OW + ow;
+    stem_store(g, g->y + pix * g->O + col, g->res ? g->res + pix * g->O + col : NULL,
+               g->bias ? g->bias + col : NULL, lo, hi);
+}
+
+static void stem_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    const Stem *q = ctx;
+    const PConv *g = q->g;
+    int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
+    r1 = r1 > q->n_rows ? q->n_rows : r1;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / g->OH, oh = r % g->OH, base, k0, k1;
+        kernel_rows(g, oh, &base, &k0, &k1);
+        for (int64_t col = 0; col < g->O; col += TCRT_PACK_NR) {
+            int64_t ow = 0;
+            for (; ow < g->OW && ow < q->ow_in0; ow++)
+                stem_one(q, n, oh, ow, k0, k1, col);
+            for (; ow + 4 <= q->ow_in1; ow += 4)
+                stem_quad(q, n, oh, ow, k0, k1, col);
+            for (; ow < g->OW; ow++)
+                stem_one(q, n, oh, ow, k0, k1, col);
+        }
+    }
+}
+
+static void stem_run(const PConv *g)
+{
+    Stem q = {.g = g, .pstride = g->KH * g->KW * g->C * TCRT_PACK_NR, .n_rows = g->N * g->OH};
+    tcrt_interior_cols(g->W, g->KW, g->sw, g->dw, g->pl, g->OW, &q.ow_in0, &q.ow_in1);
+    q.per_task = split_rows(q.n_rows, q.n_rows * g->OW * g->O * g->KH * g->KW * g->C);
+    tcrt_parallel_tasks(div_up(q.n_rows, q.per_task), stem_task, &q);
+}
+
 /* ---- Winograd F(2x2, 3x3) and F(4x4, 3x3) ---- */
 
 /* A 3x3 stride-1 convolution as Lavin's F(m x m, 3x3), m = 2 or 4: each
@@ -1406,6 +1539,10 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
         return wino_run(&g, out, n_out) ? TCRT_OK : tcrt_ref_conv2d(in, n_in, out, 1, p);
     if (narrow_applies(&g) || thin_applies(&g)) {
         direct_run(&g, !narrow_applies(&g));
+        return TCRT_OK;
+    }
+    if (stem_applies(&g)) {
+        stem_run(&g);
         return TCRT_OK;
     }
     size_t need = pconv_ws_bytes(&g);

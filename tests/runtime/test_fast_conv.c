@@ -269,6 +269,31 @@ START_TEST(conv_short_tiles)
 }
 END_TEST
 
+/* The stem loop (Cin <= 4, Cout a multiple of 16, KH*KW*Cin <= 100):
+ * four interior pixels at a time and single border pixels, every Cin from
+ * 1 to 4, one to three panels, strides 1-3, a dilation (kernel rows taken
+ * tap by tap), asymmetric padding, rows narrower than four pixels, N = 2,
+ * residual and each activation. */
+START_TEST(conv_stem)
+{
+    static const struct {
+        const char *name;
+        ConvCase c;
+    } cases[] = {
+        /* n  h   w  cin kh kw cout sh sw dh dw pt pl pb pr bias res act */
+        {"mobilenet stem", {1, 23, 21, 3, 3, 3, 32, 2, 2, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_RELU6}},
+        {"cin 1 s1", {1, 9, 13, 1, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
+        {"cin 2 5x5", {2, 11, 10, 2, 5, 5, 48, 1, 1, 1, 1, 2, 2, 2, 2, true, false, TCRT_ACT_LEAKY}},
+        {"cin 4 s3 asym", {1, 14, 17, 4, 3, 4, 32, 3, 3, 1, 1, 0, 2, 1, 0, false, false, TCRT_ACT_NONE}},
+        {"dilated", {1, 12, 15, 3, 3, 3, 16, 1, 1, 2, 2, 2, 2, 2, 2, true, true, TCRT_ACT_RELU6}},
+        {"narrow rows", {2, 5, 3, 3, 3, 3, 32, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_NONE}},
+        {"1x1 cin 3", {1, 6, 9, 3, 1, 1, 48, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_conv_all(&cases[i].c, cases[i].name);
+}
+END_TEST
+
 /* Unpacked weights with a residual (the pack pass disabled): bias + residual +
  * activation after the Eigen GEMM, 1 and 2 threads, 1x1 and 3x3. */
 START_TEST(conv_unpacked_residual)
@@ -850,6 +875,7 @@ int main(void)
     tcase_add_test(tc, conv_cases);
     tcase_add_test(tc, conv_cout_tails);
     tcase_add_test(tc, conv_short_tiles);
+    tcase_add_test(tc, conv_stem);
     tcase_add_test(tc, conv_random);
     tcase_add_test(tc, conv_winograd);
     tcase_add_test(tc, conv_dwblock);
