@@ -1026,7 +1026,8 @@ enum { STEM_MAX_CIN = 4, STEM_MAX_K = 100 };
 
 static bool stem_applies(const PConv *g)
 {
-    return g->C <= STEM_MAX_CIN && g->O % TCRT_PACK_NR == 0 && g->KH * g->KW * g->C <= STEM_MAX_K;
+    return g->C <= STEM_MAX_CIN && g->O >= TCRT_PACK_NR && g->O % NV == 0 &&
+           g->KH * g->KW * g->C <= STEM_MAX_K;
 }
 
 typedef struct Stem {
@@ -1046,6 +1047,17 @@ static inline void stem_store(const PConv *g, float *y, const float *res, const 
     hi = nv_act(hi, g->act, g->alpha);
     memcpy(y, &lo, sizeof lo);
     memcpy(y + NV, &hi, sizeof hi);
+}
+
+/* The same for the 8 channels of a last half panel. */
+static inline void stem_store8(const PConv *g, float *y, const float *res, const float *bias, nvf lo)
+{
+    if (bias)
+        lo += nv_load(bias);
+    if (res)
+        lo += nv_load(res);
+    lo = nv_act(lo, g->act, g->alpha);
+    memcpy(y, &lo, sizeof lo);
 }
 
 /* Pixels ow .. ow + 3 of row (n, oh), every window inside the input's
@@ -1085,6 +1097,36 @@ static void stem_quad(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t 
     stem_store(g, y + 3 * g->O, res ? res + 3 * g->O : NULL, bias, d0, d1);
 }
 
+/* The last half panel (channels [col, col + 8), col + 8 == Cout): eight
+ * pixels ow .. ow + 7 at a time (8 chains again), as stem_quad. */
+static __attribute__((noinline)) void stem_oct(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t k0,
+                                               int64_t k1, int64_t col)
+{
+    const PConv *g = q->g;
+    const int64_t C = g->C, ps = g->sw * C, kc = g->KW * C;
+    const float *xn = g->x + n * g->H * g->W * C, *w = g->w + col / TCRT_PACK_NR * q->pstride;
+    nvf a[8] = {{0}};
+    for (int64_t kh = k0; kh < k1; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+        const float *x0 = xn + (ih * g->W + ow * g->sw - g->pl) * C;
+        const float *wr = w + kh * kc * TCRT_PACK_NR;
+        int64_t n_kw = g->dw == 1 ? 1 : g->KW, run = g->dw == 1 ? kc : C;
+        for (int64_t kw = 0; kw < n_kw; kw++, x0 += g->dw * C, wr += run * TCRT_PACK_NR) {
+            for (int64_t k = 0; k < run; k++) {
+                nvf wl = nv_load(wr + k * TCRT_PACK_NR);
+#pragma GCC unroll 8
+                for (int r = 0; r < 8; r++)
+                    a[r] += nv_splat(x0[r * ps + k]) * wl;
+            }
+        }
+    }
+    int64_t pix = (n * g->OH + oh) * g->OW + ow;
+    const float *bias = g->bias ? g->bias + col : NULL;
+    for (int r = 0; r < 8; r++)
+        stem_store8(g, g->y + (pix + r) * g->O + col, g->res ? g->res + (pix + r) * g->O + col : NULL, bias,
+                    a[r]);
+}
+
 /* One pixel ow of row (n, oh), taps kh in [k0, k1), columns checked. */
 static void stem_one(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
 {
@@ -1107,8 +1149,12 @@ static void stem_one(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t k
         }
     }
     int64_t pix = (n * g->OH + oh) * g->OW + ow;
-    stem_store(g, g->y + pix * g->O + col, g->res ? g->res + pix * g->O + col : NULL,
-               g->bias ? g->bias + col : NULL, lo, hi);
+    float *y = g->y + pix * g->O + col;
+    const float *res = g->res ? g->res + pix * g->O + col : NULL, *bias = g->bias ? g->bias + col : NULL;
+    if (g->O - col > NV)
+        stem_store(g, y, res, bias, lo, hi);
+    else
+        stem_store8(g, y, res, bias, lo);
 }
 
 static void stem_task(void *ctx, int64_t task, int tid)
@@ -1125,8 +1171,12 @@ static void stem_task(void *ctx, int64_t task, int tid)
             int64_t ow = 0;
             for (; ow < g->OW && ow < q->ow_in0; ow++)
                 stem_one(q, n, oh, ow, k0, k1, col);
-            for (; ow + 4 <= q->ow_in1; ow += 4)
-                stem_quad(q, n, oh, ow, k0, k1, col);
+            if (g->O - col > NV)
+                for (; ow + 4 <= q->ow_in1; ow += 4)
+                    stem_quad(q, n, oh, ow, k0, k1, col);
+            else
+                for (; ow + 8 <= q->ow_in1; ow += 8)
+                    stem_oct(q, n, oh, ow, k0, k1, col);
             for (; ow < g->OW; ow++)
                 stem_one(q, n, oh, ow, k0, k1, col);
         }

@@ -269,11 +269,12 @@ START_TEST(conv_short_tiles)
 }
 END_TEST
 
-/* The stem loop (Cin <= 4, Cout a multiple of 16, KH*KW*Cin <= 100):
- * four interior pixels at a time and single border pixels, every Cin from
- * 1 to 4, one to three panels, strides 1-3, a dilation (kernel rows taken
- * tap by tap), asymmetric padding, rows narrower than four pixels, N = 2,
- * residual and each activation. */
+/* The stem loop (Cin <= 4, Cout a multiple of 8, KH*KW*Cin <= 100): four
+ * interior pixels at a time (eight for a last half panel) and single
+ * border pixels, every Cin from 1 to 4, one to three panels, strides 1-3,
+ * dilations (kernel rows taken tap by tap), asymmetric padding, rows
+ * narrower than four pixels, N = 2, residual (with the bias: run_conv
+ * passes both) and each activation. */
 START_TEST(conv_stem)
 {
     static const struct {
@@ -288,6 +289,10 @@ START_TEST(conv_stem)
         {"dilated", {1, 12, 15, 3, 3, 3, 16, 1, 1, 2, 2, 2, 2, 2, 2, true, true, TCRT_ACT_RELU6}},
         {"narrow rows", {2, 5, 3, 3, 3, 3, 32, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_NONE}},
         {"1x1 cin 3", {1, 6, 9, 3, 1, 1, 48, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU}},
+        /* Cout 24 and 40: a last half panel, eight pixels at a time */
+        {"blazeface stem", {1, 26, 37, 3, 5, 5, 24, 2, 2, 1, 1, 1, 1, 2, 2, true, false, TCRT_ACT_RELU}},
+        {"cout 40 residual", {2, 7, 21, 2, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}},
+        {"cout 24 dilated", {1, 9, 30, 3, 3, 3, 24, 1, 1, 2, 3, 2, 3, 2, 3, true, true, TCRT_ACT_LEAKY}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_conv_all(&cases[i].c, cases[i].name);
