@@ -40,10 +40,25 @@ static bool exists(const char *p)
 
 #define HAS(s, sub) ck_assert_msg(strstr((s), (sub)) != NULL, "missing \"%s\" in:\n%s", (sub), (s))
 
+/* out/y_0.npy holds tiny.pbtxt's y = x*x + 1 on [[1,2],[3,4]]: [[2,5],[10,17]]
+ * (by hand). */
+static void check_tiny_y(const char *out)
+{
+    char y[1100], msg[256];
+    path(y, sizeof y, out, "y_0.npy");
+    tcrt_tensor t;
+    ck_assert_int_eq(tcrt_npy_read(y, &t, msg, sizeof msg), TCRT_OK);
+    ck_assert_int_eq(t.dtype, TCRT_F32);
+    ck_assert_int_eq(t.rank, 2);
+    const float *v = t.data;
+    ck_assert(v[0] == 2 && v[1] == 5 && v[2] == 10 && v[3] == 17);
+    free(t.data);
+}
+
 START_TEST(test_run_tiny)
 {
     /* y = x*x + 1 on [[1,2],[3,4]] -> [[2,5],[10,17]] (by hand) */
-    char model[1024], in[1024], feed[1100], out[1024], y[1100];
+    char model[1024], in[1024], feed[1100], out[1024];
     path(model, sizeof model, data_dir, "tiny.pbtxt");
     path(in, sizeof in, tmp_dir, "x.npy");
     path(out, sizeof out, tmp_dir, "run_out");
@@ -54,14 +69,7 @@ START_TEST(test_run_tiny)
     snprintf(feed, sizeof feed, "x:0=%s", in);
     Result r = tfcc("run", model, "--feed", feed, "--fetch", "y:0", "--out-dir", out, NULL);
     ck_assert_msg(r.rc == 0, "%s", r.err);
-    path(y, sizeof y, out, "y_0.npy");
-    tcrt_tensor t;
-    ck_assert_int_eq(tcrt_npy_read(y, &t, msg, sizeof msg), TCRT_OK);
-    ck_assert_int_eq(t.dtype, TCRT_F32);
-    ck_assert_int_eq(t.rank, 2);
-    const float *v = t.data;
-    ck_assert(v[0] == 2 && v[1] == 5 && v[2] == 10 && v[3] == 17);
-    free(t.data);
+    check_tiny_y(out);
     result_free(&r);
 }
 END_TEST
@@ -95,7 +103,7 @@ static bool elf_is_dynamic(const char *p)
  * no static runtime): only the refusals are checked there. */
 START_TEST(test_static_exe)
 {
-    char model[1024], exe[1024], dyn_exe[1024], in[1024], feed[1100], out[1024], y[1100];
+    char model[1024], exe[1024], dyn_exe[1024], in[1024], feed[1100], out[1024];
     path(model, sizeof model, data_dir, "tiny.pbtxt");
     path(exe, sizeof exe, tmp_dir, "tiny_static");
     path(dyn_exe, sizeof dyn_exe, tmp_dir, "tiny_dynamic");
@@ -127,14 +135,7 @@ START_TEST(test_static_exe)
     path(log, sizeof log, tmp_dir, "static.stdout");
     char *argv[] = {exe, "--feed", feed, "--out-dir", out, "--threads", "2", NULL};
     ck_assert_int_eq(run_child(argv, log), 0);
-    path(y, sizeof y, out, "y_0.npy");
-    tcrt_tensor t;
-    ck_assert_int_eq(tcrt_npy_read(y, &t, msg, sizeof msg), TCRT_OK);
-    ck_assert_int_eq(t.dtype, TCRT_F32);
-    ck_assert_int_eq(t.rank, 2);
-    const float *v = t.data;
-    ck_assert(v[0] == 2 && v[1] == 5 && v[2] == 10 && v[3] == 17);
-    free(t.data);
+    check_tiny_y(out);
 }
 END_TEST
 
