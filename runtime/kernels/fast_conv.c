@@ -1008,14 +1008,15 @@ static void thin_task(void *ctx, int64_t task, int tid)
     }
 }
 
-/* ---- stem convolution: few input channels, Cout a multiple of 16 ---- */
+/* ---- stem convolution: few input channels, Cout a multiple of 8 ---- */
 
 /* A network's first conv (an RGB image, Cin 3: MobileNet's 3x3 stride 2 to
  * 32 channels, ResNet's 7x7 stride 2 to 64) has a reduction of only KW*Cin
  * values per kernel row, so the packed kernel runs it as KH short taps per
  * tile (patch mode) and spends much of its time outside its k loop.  A
  * direct loop suits it better: per 16-channel panel, four output pixels at
- * a time (two 8-lane accumulators each: 8 independent FMA chains), each
+ * a time (two 8-lane accumulators each: 8 independent FMA chains; a last
+ * half panel of 8 channels: eight pixels, one accumulator each), each
  * input value broadcast against the packed weight row (the panel's
  * [KH][KW][Cin][16] layout read as is), every tap (kh, kw, c) one FMA in
  * the packed kernel's order.  Without dilation a kernel row's KW*Cin
