@@ -659,13 +659,21 @@ enum { NARROW_COUT = 2, NARROW_MIN_CIN = 8, NARROW_MAX_W = 4096 };
 #define NV 8
 typedef float nvf __attribute__((vector_size(NV * sizeof(float))));
 
-typedef struct Narrow {
+/* A direct loop over the output rows (narrow, thin and stem): each task
+ * takes per_task rows (n, oh) and runs row on each, which goes along the
+ * row itself (pixels whose window lies inside the input in groups, the
+ * others one at a time). */
+typedef struct Narrow Narrow;
+typedef void (*DirectRow)(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t k1);
+struct Narrow {
     const PConv *g;
+    DirectRow row;
     const float *wt;          /* [O][KH*KW*C] (narrow) */
     float bias8[8];           /* the bias, zeros past Cout or without one (thin) */
+    int64_t pstride;          /* floats per 16-channel panel of the packed weights (stem) */
     int64_t per_task, n_rows; /* output rows (n, oh) */
     int64_t ow_in0, ow_in1;   /* output columns whose taps all lie inside the input */
-} Narrow;
+};
 
 static inline nvf nv_load(const float *p)
 {
@@ -792,7 +800,7 @@ static void narrow_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64
 }
 
 /* Output row oh's first input row (base) and the kernel rows [k0, k1) that
- * fall inside the input (narrow and thin loops). */
+ * fall inside the input (the direct loops). */
 static void kernel_rows(const PConv *g, int64_t oh, int64_t *base, int64_t *k0, int64_t *k1)
 {
     *base = oh * g->sh - g->pt;
@@ -804,7 +812,23 @@ static void kernel_rows(const PConv *g, int64_t oh, int64_t *base, int64_t *k0, 
         (*k1)--;
 }
 
-static void narrow_task(void *ctx, int64_t task, int tid)
+static void narrow_row(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t k1)
+{
+    const PConv *g = q->g;
+    for (int64_t j = 0; j < g->O; j++) {
+        int64_t ow = 0;
+        for (; ow < g->OW && ow < q->ow_in0; ow++)
+            narrow_one(q, n, oh, ow, k0, k1, j);
+        for (; ow + 4 <= q->ow_in1; ow += 4)
+            narrow_quad(q, n, oh, ow, k0, k1, j);
+        for (; ow < g->OW; ow++)
+            narrow_one(q, n, oh, ow, k0, k1, j);
+    }
+}
+
+/* One task of a direct loop: its rows, each with the kernel rows inside the
+ * input. */
+static void direct_task(void *ctx, int64_t task, int tid)
 {
     (void)tid;
     const Narrow *q = ctx;
@@ -812,17 +836,9 @@ static void narrow_task(void *ctx, int64_t task, int tid)
     int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
     r1 = r1 > q->n_rows ? q->n_rows : r1;
     for (int64_t r = r0; r < r1; r++) {
-        int64_t n = r / g->OH, oh = r % g->OH, base, k0, k1;
-        kernel_rows(g, oh, &base, &k0, &k1);
-        for (int64_t j = 0; j < g->O; j++) {
-            int64_t ow = 0;
-            for (; ow < g->OW && ow < q->ow_in0; ow++)
-                narrow_one(q, n, oh, ow, k0, k1, j);
-            for (; ow + 4 <= q->ow_in1; ow += 4)
-                narrow_quad(q, n, oh, ow, k0, k1, j);
-            for (; ow < g->OW; ow++)
-                narrow_one(q, n, oh, ow, k0, k1, j);
-        }
+        int64_t base, k0, k1;
+        kernel_rows(g, r % g->OH, &base, &k0, &k1);
+        q->row(q, r / g->OH, r % g->OH, k0, k1);
     }
 }
 
@@ -842,7 +858,17 @@ static bool narrow_applies(const PConv *g)
     return g->O <= NARROW_COUT && g->C >= NARROW_MIN_CIN && g->O * g->KH * g->KW * g->C <= NARROW_MAX_W;
 }
 
-static void thin_task(void *ctx, int64_t task, int tid);
+/* Runs q (g, row and the row's own fields set) over all the output rows. */
+static void direct_launch(Narrow *q)
+{
+    const PConv *g = q->g;
+    q->n_rows = g->N * g->OH;
+    tcrt_interior_cols(g->W, g->KW, g->sw, g->dw, g->pl, g->OW, &q->ow_in0, &q->ow_in1);
+    q->per_task = split_rows(q->n_rows, q->n_rows * g->OW * g->O * g->KH * g->KW * g->C);
+    tcrt_parallel_tasks(div_up(q->n_rows, q->per_task), direct_task, q);
+}
+
+static void thin_row(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t k1);
 
 /* The narrow (thin false) or thin direct loop over the output rows. */
 static void direct_run(const PConv *g, bool thin)
@@ -853,12 +879,10 @@ static void direct_run(const PConv *g, bool thin)
         for (int64_t j = 0; j < g->O; j++)
             for (int64_t k = 0; k < tc; k++)
                 wt[j * tc + k] = g->w[k * TCRT_PACK_NR + j];
-    Narrow q = {.g = g, .wt = wt, .n_rows = g->N * g->OH};
+    Narrow q = {.g = g, .row = thin ? thin_row : narrow_row, .wt = wt};
     for (int64_t j = 0; j < g->O && j < 8; j++)
         q.bias8[j] = g->bias ? g->bias[j] : 0.0f;
-    tcrt_interior_cols(g->W, g->KW, g->sw, g->dw, g->pl, g->OW, &q.ow_in0, &q.ow_in1);
-    q.per_task = split_rows(q.n_rows, q.n_rows * g->OW * g->O * tc);
-    tcrt_parallel_tasks(div_up(q.n_rows, q.per_task), thin ? thin_task : narrow_task, &q);
+    direct_launch(&q);
 }
 
 /* ---- thin convolution: Cout <= 8 with a short reduction ---- */
@@ -988,24 +1012,15 @@ static void thin_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t
     thin_store(q, (n * g->OH + oh) * g->OW + ow, g->OW - ow, a);
 }
 
-static void thin_task(void *ctx, int64_t task, int tid)
+static void thin_row(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t k1)
 {
-    (void)tid;
-    const Narrow *q = ctx;
-    const PConv *g = q->g;
-    int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
-    r1 = r1 > q->n_rows ? q->n_rows : r1;
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t n = r / g->OH, oh = r % g->OH, base, k0, k1;
-        kernel_rows(g, oh, &base, &k0, &k1);
-        int64_t ow = 0;
-        for (; ow < g->OW && ow < q->ow_in0; ow++)
-            thin_one(q, n, oh, ow, k0, k1);
-        for (; ow + 4 <= q->ow_in1; ow += 4)
-            thin_quad(q, n, oh, ow, k0, k1);
-        for (; ow < g->OW; ow++)
-            thin_one(q, n, oh, ow, k0, k1);
-    }
+    int64_t ow = 0;
+    for (; ow < q->g->OW && ow < q->ow_in0; ow++)
+        thin_one(q, n, oh, ow, k0, k1);
+    for (; ow + 4 <= q->ow_in1; ow += 4)
+        thin_quad(q, n, oh, ow, k0, k1);
+    for (; ow < q->g->OW; ow++)
+        thin_one(q, n, oh, ow, k0, k1);
 }
 
 /* ---- stem convolution: few input channels, Cout a multiple of 8 ---- */
@@ -1030,11 +1045,6 @@ static bool stem_applies(const PConv *g)
     return g->C <= STEM_MAX_CIN && g->O >= TCRT_PACK_NR && g->O % NV == 0 &&
            g->KH * g->KW * g->C <= STEM_MAX_K;
 }
-
-typedef struct Stem {
-    const PConv *g;
-    int64_t pstride, per_task, n_rows, ow_in0, ow_in1;
-} Stem;
 
 /* act(a + bias + res) of one pixel's 16 channels at y (res: NULL or the
  * same place in the residual; bias: NULL or the panel's). */
@@ -1063,7 +1073,7 @@ static inline void stem_store8(const PConv *g, float *y, const float *res, const
 
 /* Pixels ow .. ow + 3 of row (n, oh), every window inside the input's
  * columns, taps kh in [k0, k1), output channels [col, col + 16). */
-static void stem_quad(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
+static void stem_quad(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
 {
     const PConv *g = q->g;
     const int64_t C = g->C, ps = g->sw * C, kc = g->KW * C;
@@ -1100,7 +1110,7 @@ static void stem_quad(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t 
 
 /* The last half panel (channels [col, col + 8), col + 8 == Cout): eight
  * pixels ow .. ow + 7 at a time (8 chains again), as stem_quad. */
-static __attribute__((noinline)) void stem_oct(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t k0,
+static __attribute__((noinline)) void stem_oct(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0,
                                                int64_t k1, int64_t col)
 {
     const PConv *g = q->g;
@@ -1129,7 +1139,7 @@ static __attribute__((noinline)) void stem_oct(const Stem *q, int64_t n, int64_t
 }
 
 /* One pixel ow of row (n, oh), taps kh in [k0, k1), columns checked. */
-static void stem_one(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
+static void stem_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
 {
     const PConv *g = q->g;
     const int64_t C = g->C;
@@ -1158,38 +1168,28 @@ static void stem_one(const Stem *q, int64_t n, int64_t oh, int64_t ow, int64_t k
         stem_store8(g, y, res, bias, lo);
 }
 
-static void stem_task(void *ctx, int64_t task, int tid)
+static void stem_row(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t k1)
 {
-    (void)tid;
-    const Stem *q = ctx;
     const PConv *g = q->g;
-    int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
-    r1 = r1 > q->n_rows ? q->n_rows : r1;
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t n = r / g->OH, oh = r % g->OH, base, k0, k1;
-        kernel_rows(g, oh, &base, &k0, &k1);
-        for (int64_t col = 0; col < g->O; col += TCRT_PACK_NR) {
-            int64_t ow = 0;
-            for (; ow < g->OW && ow < q->ow_in0; ow++)
-                stem_one(q, n, oh, ow, k0, k1, col);
-            if (g->O - col > NV)
-                for (; ow + 4 <= q->ow_in1; ow += 4)
-                    stem_quad(q, n, oh, ow, k0, k1, col);
-            else
-                for (; ow + 8 <= q->ow_in1; ow += 8)
-                    stem_oct(q, n, oh, ow, k0, k1, col);
-            for (; ow < g->OW; ow++)
-                stem_one(q, n, oh, ow, k0, k1, col);
-        }
+    for (int64_t col = 0; col < g->O; col += TCRT_PACK_NR) {
+        int64_t ow = 0;
+        for (; ow < g->OW && ow < q->ow_in0; ow++)
+            stem_one(q, n, oh, ow, k0, k1, col);
+        if (g->O - col > NV)
+            for (; ow + 4 <= q->ow_in1; ow += 4)
+                stem_quad(q, n, oh, ow, k0, k1, col);
+        else
+            for (; ow + 8 <= q->ow_in1; ow += 8)
+                stem_oct(q, n, oh, ow, k0, k1, col);
+        for (; ow < g->OW; ow++)
+            stem_one(q, n, oh, ow, k0, k1, col);
     }
 }
 
 static void stem_run(const PConv *g)
 {
-    Stem q = {.g = g, .pstride = g->KH * g->KW * g->C * TCRT_PACK_NR, .n_rows = g->N * g->OH};
-    tcrt_interior_cols(g->W, g->KW, g->sw, g->dw, g->pl, g->OW, &q.ow_in0, &q.ow_in1);
-    q.per_task = split_rows(q.n_rows, q.n_rows * g->OW * g->O * g->KH * g->KW * g->C);
-    tcrt_parallel_tasks(div_up(q.n_rows, q.per_task), stem_task, &q);
+    Narrow q = {.g = g, .row = stem_row, .pstride = g->KH * g->KW * g->C * TCRT_PACK_NR};
+    direct_launch(&q);
 }
 
 /* ---- Winograd F(2x2, 3x3) and F(4x4, 3x3) ---- */
