@@ -181,6 +181,18 @@ function baselineRss(exe) {
   try { return r.status === 0 ? 1024 * Number(fs.readFileSync(f, 'utf8').trim().split('\n').pop()) : NaN; } catch (e) { return NaN; }
 }
 
+// Peak RSS of the smallest static C program (`int main(void) { return 0; }`, `cc -static`): the floor under
+// any executable's peak RSS on this machine (libc start-up, stack), whatever its model.
+function floorRss(dir) {
+  if (!hasTime) return NaN;
+  const src = path.join(dir, 'floor.c'), exe = path.join(dir, 'floor'), f = `${exe}.rss`;
+  fs.writeFileSync(src, 'int main(void) { return 0; }\n');
+  const cc = spawnSync('cc', ['-O2', '-static', '-o', exe, src], { encoding: 'utf8', timeout: 60000 });
+  if (cc.status !== 0) return NaN;
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', '-o', f, exe], { encoding: 'utf8', timeout: 60000 });
+  try { return r.status === 0 ? 1024 * Number(fs.readFileSync(f, 'utf8').trim().split('\n').pop()) : NaN; } catch (e) { return NaN; }
+}
+
 function runExe(exe, feeds, outDir, extra) {
   fs.mkdirSync(outDir, { recursive: true });
   const argv = [];
@@ -346,6 +358,7 @@ async function main() {
   fs.mkdirSync(path.join(a.work, 'exe'), { recursive: true });
   const only = (s) => !a.only || s.includes(a.only);
   const mach = machine();
+  mach.floorRss = floorRss(path.join(a.work, 'exe'));
   const before = load();
   console.log(`machine: ${mach.model}, ${mach.cores} CPUs; load ${before.loadavg}; rounds ${a.rounds}, repeat ${a.repeat}, threads ${a.threadList.join(',')}`);
   const versions = { ort: null, torch: null, tfjs: null };
@@ -473,6 +486,13 @@ function report(a, mach, versions, loads, runRes, sg, res) {
     const rss = Math.max(...ts.map((t) => r.rss[t] || 0));
     const net = (rss - r.baseRss) / lim;
     L.push(`| peak RSS <= ${GOAL.rss} x (weights + arena) | ${r.name} | ${ts.join(',')} | ${fmt(rss / lim, 2)}x (net ${fmt(net, 2)}x) | ${rss > 0 && lim > 0 ? (rss <= GOAL.rss * lim ? 'yes' : `no${net <= GOAL.rss ? ' (net: yes)' : ''}`) : '-'} |`);
+  }
+  if (mach.floorRss > 0) {
+    // the models whose whole margin (GOAL.rss - 1) x limit is smaller than the floor of any process
+    const under = done.filter((r) => { const s = r.c.stats || {}; return (GOAL.rss - 1) * (s.weights_bytes + s.arena_bytes) < mach.floorRss; });
+    L.push('', `Floor: a static C program that only returns (\`int main(void) { return 0; }\`, \`cc -static\`) peaks at ${fmtBytes(mach.floorRss)} on this machine`,
+      `(libc start-up, stack). ${under.length ? `For ${under.map((r) => r.name).join(', ')} the goal's margin (${fmt(GOAL.rss - 1, 2)} x limit) is smaller than that floor alone,` +
+      ' so no executable can meet the ratio there; *net* subtracts the executable\'s own `--help` baseline instead.' : 'Every model\'s margin is larger than that floor.'}`);
   }
   L.push('');
 
