@@ -663,9 +663,9 @@ typedef float nvf __attribute__((vector_size(NV * sizeof(float))));
  * takes per_task rows (n, oh) and runs row on each, which goes along the
  * row itself (pixels whose window lies inside the input in groups, the
  * others one at a time). */
-typedef struct Narrow Narrow;
-typedef void (*DirectRow)(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t k1);
-struct Narrow {
+typedef struct Direct Direct;
+typedef void (*DirectRow)(const Direct *q, int64_t n, int64_t oh, int64_t k0, int64_t k1);
+struct Direct {
     const PConv *g;
     DirectRow row;
     const float *wt;          /* [O][KH*KW*C] (narrow) */
@@ -731,7 +731,7 @@ void tcrt_gemv_dot(const float *X, int64_t K, const float *v, float *y, int64_t 
 
 /* Four output pixels ow .. ow+3 of row (n, oh) whose kw taps all lie inside
  * the input, taps kh in [k0, k1); output channel j. */
-static void narrow_quad(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t j)
+static void narrow_quad(const Direct *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t j)
 {
     const PConv *g = q->g;
     const int64_t C = g->C, cv = C - C % NV, ps = g->sw * C;
@@ -771,7 +771,7 @@ static void narrow_quad(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int6
 
 /* One output pixel ow of row (n, oh), taps kh in [k0, k1), columns checked;
  * output channel j. */
-static void narrow_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t j)
+static void narrow_one(const Direct *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t j)
 {
     const PConv *g = q->g;
     const int64_t C = g->C, cv = C - C % NV;
@@ -812,7 +812,7 @@ static void kernel_rows(const PConv *g, int64_t oh, int64_t *base, int64_t *k0, 
         (*k1)--;
 }
 
-static void narrow_row(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t k1)
+static void narrow_row(const Direct *q, int64_t n, int64_t oh, int64_t k0, int64_t k1)
 {
     const PConv *g = q->g;
     for (int64_t j = 0; j < g->O; j++) {
@@ -831,7 +831,7 @@ static void narrow_row(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64
 static void direct_task(void *ctx, int64_t task, int tid)
 {
     (void)tid;
-    const Narrow *q = ctx;
+    const Direct *q = ctx;
     const PConv *g = q->g;
     int64_t r0 = task * q->per_task, r1 = r0 + q->per_task;
     r1 = r1 > q->n_rows ? q->n_rows : r1;
@@ -859,7 +859,7 @@ static bool narrow_applies(const PConv *g)
 }
 
 /* Runs q (g, row and the row's own fields set) over all the output rows. */
-static void direct_launch(Narrow *q)
+static void direct_launch(Direct *q)
 {
     const PConv *g = q->g;
     q->n_rows = g->N * g->OH;
@@ -868,7 +868,7 @@ static void direct_launch(Narrow *q)
     tcrt_parallel_tasks(div_up(q->n_rows, q->per_task), direct_task, q);
 }
 
-static void thin_row(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t k1);
+static void thin_row(const Direct *q, int64_t n, int64_t oh, int64_t k0, int64_t k1);
 
 /* The narrow (thin false) or thin direct loop over the output rows. */
 static void direct_run(const PConv *g, bool thin)
@@ -879,7 +879,7 @@ static void direct_run(const PConv *g, bool thin)
         for (int64_t j = 0; j < g->O; j++)
             for (int64_t k = 0; k < tc; k++)
                 wt[j * tc + k] = g->w[k * TCRT_PACK_NR + j];
-    Narrow q = {.g = g, .row = thin ? thin_row : narrow_row, .wt = wt};
+    Direct q = {.g = g, .row = thin ? thin_row : narrow_row, .wt = wt};
     for (int64_t j = 0; j < g->O && j < 8; j++)
         q.bias8[j] = g->bias ? g->bias[j] : 0.0f;
     direct_launch(&q);
@@ -941,7 +941,7 @@ static inline nvf nv_act(nvf v, int act, float alpha)
  * lanes past O are never stored.  rem: pixels from this one to the end of
  * its output row (the task's), so a residual vector that runs past O stays
  * in the row (its extra lanes are dropped). */
-static inline void thin_store(const Narrow *q, int64_t pix, int64_t rem, nvf a)
+static inline void thin_store(const Direct *q, int64_t pix, int64_t rem, nvf a)
 {
     const PConv *g = q->g;
     const int64_t O = g->O;
@@ -963,7 +963,7 @@ static inline void thin_store(const Narrow *q, int64_t pix, int64_t rem, nvf a)
 
 /* Four output pixels ow .. ow+3 of row (n, oh) whose kw taps all lie inside
  * the input, taps kh in [k0, k1). */
-static void thin_quad(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1)
+static void thin_quad(const Direct *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1)
 {
     const PConv *g = q->g;
     const int64_t C = g->C, ps = g->sw * C;
@@ -992,7 +992,7 @@ static void thin_quad(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_
 }
 
 /* One output pixel ow of row (n, oh), taps kh in [k0, k1), columns checked. */
-static void thin_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1)
+static void thin_one(const Direct *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1)
 {
     const PConv *g = q->g;
     const int64_t C = g->C;
@@ -1012,7 +1012,7 @@ static void thin_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t
     thin_store(q, (n * g->OH + oh) * g->OW + ow, g->OW - ow, a);
 }
 
-static void thin_row(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t k1)
+static void thin_row(const Direct *q, int64_t n, int64_t oh, int64_t k0, int64_t k1)
 {
     int64_t ow = 0;
     for (; ow < q->g->OW && ow < q->ow_in0; ow++)
@@ -1073,7 +1073,7 @@ static inline void stem_store8(const PConv *g, float *y, const float *res, const
 
 /* Pixels ow .. ow + 3 of row (n, oh), every window inside the input's
  * columns, taps kh in [k0, k1), output channels [col, col + 16). */
-static void stem_quad(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
+static void stem_quad(const Direct *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
 {
     const PConv *g = q->g;
     const int64_t C = g->C, ps = g->sw * C, kc = g->KW * C;
@@ -1110,7 +1110,7 @@ static void stem_quad(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_
 
 /* The last half panel (channels [col, col + 8), col + 8 == Cout): eight
  * pixels ow .. ow + 7 at a time (8 chains again), as stem_quad. */
-static __attribute__((noinline)) void stem_oct(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0,
+static __attribute__((noinline)) void stem_oct(const Direct *q, int64_t n, int64_t oh, int64_t ow, int64_t k0,
                                                int64_t k1, int64_t col)
 {
     const PConv *g = q->g;
@@ -1139,7 +1139,7 @@ static __attribute__((noinline)) void stem_oct(const Narrow *q, int64_t n, int64
 }
 
 /* One pixel ow of row (n, oh), taps kh in [k0, k1), columns checked. */
-static void stem_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
+static void stem_one(const Direct *q, int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t k1, int64_t col)
 {
     const PConv *g = q->g;
     const int64_t C = g->C;
@@ -1168,7 +1168,7 @@ static void stem_one(const Narrow *q, int64_t n, int64_t oh, int64_t ow, int64_t
         stem_store8(g, y, res, bias, lo);
 }
 
-static void stem_row(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t k1)
+static void stem_row(const Direct *q, int64_t n, int64_t oh, int64_t k0, int64_t k1)
 {
     const PConv *g = q->g;
     for (int64_t col = 0; col < g->O; col += TCRT_PACK_NR) {
@@ -1188,7 +1188,7 @@ static void stem_row(const Narrow *q, int64_t n, int64_t oh, int64_t k0, int64_t
 
 static void stem_run(const PConv *g)
 {
-    Narrow q = {.g = g, .row = stem_row, .pstride = g->KH * g->KW * g->C * TCRT_PACK_NR};
+    Direct q = {.g = g, .row = stem_row, .pstride = g->KH * g->KW * g->C * TCRT_PACK_NR};
     direct_launch(&q);
 }
 
