@@ -734,7 +734,7 @@ static bool pool_slices(OnnxCtx *c, Op op, const IrValue *in, IrValue *out)
         return onnx_errorf(c, "attribute 'kernel_shape' must have %d values (input rank %d)", nsp, r);
     if ((ns && ns != nsp) || (nd && nd != nsp) || (np && np != 2 * nsp))
         return onnx_errorf(c, "strides and dilations need %d values, pads %d", nsp, 2 * nsp);
-    int64_t o[8], pb[8], pe[8], total = 1, kcount = 1;
+    int64_t o[8], pb[8], pe[8], kcount = 1;
     for (int d = 0; d < nsp; d++) {
         st[d] = ns ? st[d] : 1;
         dl[d] = nd ? dl[d] : 1;
@@ -759,7 +759,6 @@ static bool pool_slices(OnnxCtx *c, Op op, const IrValue *in, IrValue *out)
                 o[d]--; /* the last window starts inside the input or its begin padding */
         } else
             return onnx_errorf(c, "attribute 'auto_pad': unknown value '%s'", ap);
-        total *= o[d];
         kcount *= k[d];
     }
     bool want_idx = is_max && c->nd->n_output > 1 && c->nd->output[1][0];

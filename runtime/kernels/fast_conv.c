@@ -91,20 +91,6 @@ enum { CONV_L2_WEIGHTS = 1 << 20, CONV_PANEL_BYTES = 384 << 10 };
  * block mc x K (L2); the widest NR of any ISA (workspace). */
 enum { GEMM_KC_MAX = 1024, GEMM_NC_BYTES = 1 << 20, GEMM_NR_MAX = 64 };
 
-int64_t tcrt_conv_packed_floats(int64_t kh, int64_t kw, int64_t cin, int64_t cout)
-{
-    if (kh <= 0 || kw <= 0 || cin <= 0 || cout <= 0)
-        return 0;
-    int64_t blocks = (cout + TCRT_PACK_NR - 1) / TCRT_PACK_NR, n = blocks;
-    int64_t f[4] = {kh, kw, cin, TCRT_PACK_NR};
-    for (int i = 0; i < 4; i++) {
-        if (n > INT64_MAX / f[i])
-            return 0;
-        n *= f[i];
-    }
-    return n;
-}
-
 void tcrt_pack_conv_weights(const float *hwio, int64_t kh, int64_t kw, int64_t cin, int64_t cout,
                             float *packed)
 {
@@ -208,28 +194,6 @@ static Kern pick_kernel(int isa)
 #endif
     (void)isa;
     return k;
-}
-
-int64_t tcrt_conv_dwblock_floats(int64_t fuse, int64_t cin, int64_t ce, int64_t kh, int64_t kw, int64_t co,
-                                 int64_t off[TCRT_DWB_PARTS])
-{
-    bool e = fuse & TCRT_FUSE_EXPAND, pr = fuse & TCRT_FUSE_PROJECT;
-    if (fuse < 1 || fuse > 3 || ce <= 0 || kh <= 0 || kw <= 0 || (e && cin <= 0) || (pr && co <= 0) ||
-        kh > INT64_MAX / kw || kh * kw > INT64_MAX / ce)
-        return 0;
-    int64_t size[TCRT_DWB_PARTS] = {e ? tcrt_conv_packed_floats(1, 1, cin, ce) : 0, e ? ce : 0, kh * kw * ce,
-                                    pr ? tcrt_conv_packed_floats(1, 1, ce, co) : 0, pr ? co : 0};
-    if ((e && size[TCRT_DWB_WE] <= 0) || (pr && size[TCRT_DWB_WP] <= 0))
-        return 0;
-    int64_t n = 0;
-    for (int k = 0; k < TCRT_DWB_PARTS; k++) {
-        if (off)
-            off[k] = n;
-        if (size[k] > INT64_MAX - n)
-            return 0;
-        n += size[k];
-    }
-    return n;
 }
 
 static int64_t div_up(int64_t a, int64_t b)

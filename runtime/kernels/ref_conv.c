@@ -36,6 +36,45 @@ typedef struct ConvP {
     double alpha;
 } ConvP;
 
+/* The packed layouts' sizes (tcrt_kernels.h).  They live with the
+ * reference kernels, which define those layouts and are in every build of
+ * the runtime, the compiler's (ir/shape.c, passes/pack.c) included. */
+int64_t tcrt_conv_packed_floats(int64_t kh, int64_t kw, int64_t cin, int64_t cout)
+{
+    if (kh <= 0 || kw <= 0 || cin <= 0 || cout <= 0)
+        return 0;
+    int64_t blocks = (cout + TCRT_PACK_NR - 1) / TCRT_PACK_NR, n = blocks;
+    int64_t f[4] = {kh, kw, cin, TCRT_PACK_NR};
+    for (int i = 0; i < 4; i++) {
+        if (n > INT64_MAX / f[i])
+            return 0;
+        n *= f[i];
+    }
+    return n;
+}
+
+int64_t tcrt_conv_dwblock_floats(int64_t fuse, int64_t cin, int64_t ce, int64_t kh, int64_t kw, int64_t co,
+                                 int64_t off[TCRT_DWB_PARTS])
+{
+    bool e = fuse & TCRT_FUSE_EXPAND, pr = fuse & TCRT_FUSE_PROJECT;
+    if (fuse < 1 || fuse > 3 || ce <= 0 || kh <= 0 || kw <= 0 || (e && cin <= 0) || (pr && co <= 0) ||
+        kh > INT64_MAX / kw || kh * kw > INT64_MAX / ce)
+        return 0;
+    int64_t size[TCRT_DWB_PARTS] = {e ? tcrt_conv_packed_floats(1, 1, cin, ce) : 0, e ? ce : 0, kh * kw * ce,
+                                    pr ? tcrt_conv_packed_floats(1, 1, ce, co) : 0, pr ? co : 0};
+    if ((e && size[TCRT_DWB_WE] <= 0) || (pr && size[TCRT_DWB_WP] <= 0))
+        return 0;
+    int64_t n = 0;
+    for (int k = 0; k < TCRT_DWB_PARTS; k++) {
+        if (off)
+            off[k] = n;
+        if (size[k] > INT64_MAX - n)
+            return 0;
+        n += size[k];
+    }
+    return n;
+}
+
 static bool conv_params(const tcrt_params *p, ConvP *c)
 {
     c->sh = p->i[TCRT_CONV_SH];
