@@ -178,6 +178,7 @@ static void usage(FILE *f)
                "                      initialized with their values: 'all' (float constants of\n"
                "                      2+ elements feeding a matmul, conv2d or bias add) or NAME,...\n"
                "  --threads N, --repeat N   (run) passed to the compiled executable\n"
+               "  --profile           (run) print each kernel's time (docs/profiling.md)\n"
                "  --placement         place nodes on devices (docs/devices.md): honor the model's\n"
                "                      device requests; with info: print each node's device and why\n"
                "  --default-device D  device of nodes without a request (cpu:0, gpu:0, /device:CPU:1)\n"
@@ -292,6 +293,9 @@ static int parse_args(int argc, char **argv, Options *o, FILE *err)
             if (!push(o->disabled, &o->n_disabled, v, err, "disabled passes"))
                 return 2;
             i++;
+        } else if (!strcmp(a, "--profile")) {
+            if (!push(o->run_args, &o->n_run_args, a, err, "args"))
+                return 2;
         } else if (!strcmp(a, "--threads") || !strcmp(a, "--repeat")) {
             if (!v) {
                 fprintf(err, "error: %s needs a value\n", a);

@@ -5,8 +5,8 @@
  * Algorithm:
  *   1. parse flags (--feed NAME=FILE.npy repeatable, --out-dir DIR,
  *      --repeat N, --threads N, --steps N, --log-every K, --save PREFIX,
- *      --save-every K, --restore PREFIX, --help; "--flag=value" also
- *      accepted) and check their combinations;
+ *      --save-every K, --restore PREFIX, --profile, --help; "--flag=value"
+ *      also accepted) and check their combinations;
  *   2. match every feed name to an arg ("x" and "x:0" are the same name),
  *      reject unknown or repeated names and report missing feeds, and check
  *      that no two results map to the same output file, all before any file
@@ -40,7 +40,10 @@
  *      (tcrt_ckpt_write_step: a kill at any moment leaves the pointer on a
  *      complete checkpoint; the two newest are kept) ("saved step=S
  *      PREFIX-S"); --restore PREFIX reads the checkpoint PREFIX.latest
- *      names, or PREFIX itself when there is no pointer;
+ *      names, or PREFIX itself when there is no pointer; with --profile
+ *      each timed run (or the one run) points tcrt_prof_ns at its row of
+ *      n_kernels counters, and print_profile then prints each kernel's
+ *      median over the runs, largest first, and a total per TF op;
  *   6. create the output folder and write each result atomically; on a
  *      failure the results already written by this call are removed.
  * Exit codes: 0 ok, 1 runtime or I/O error (malformed .npy, a missing or
@@ -162,18 +165,22 @@ static void usage(const char *prog, const tcrt_model *m, FILE *o)
     fprintf(
         o,
         "usage: %s [--feed NAME=FILE.npy]... [--out-dir DIR] [--repeat N] [--threads N]\n"
-        "       [--steps N [--log-every K]] [--save PREFIX [--save-every K]] [--restore PREFIX] [--help]\n"
+        "       [--steps N [--log-every K]] [--save PREFIX [--save-every K]] [--restore PREFIX] [--profile]\n"
+        "       [--help]\n"
         "  --feed NAME=FILE.npy  one per arg (NAME 'x' and 'x:0' are the same); with --steps the\n"
         "                        file may hold k batches: first dim k times the arg's, step i uses i mod k\n"
         "  --out-dir DIR         where results are written as NAME.npy (default .)\n"
         "  --repeat N            one warm-up run, then N timed runs; prints median_ms=X\n"
         "  --threads N           threads for the kernels that use them\n"
+        "  --profile             time every kernel of the timed runs (with --repeat; else the one run)\n"
+        "                        and print their medians, largest first, and a total per TF op\n"
         "  --steps N             train until the global step is N (N runs, fewer after --restore)\n"
         "  --log-every K         print step=S and every scalar float result each K steps\n"
         "                        (default: every step when N <= 20, else every N/10 steps)\n"
         "  --save PREFIX         write a checkpoint PREFIX-STEP after the last step; PREFIX.latest names it\n"
         "  --save-every K        ... and every K steps\n"
-        "  --restore PREFIX      load the variables and the global step (PREFIX.latest's checkpoint, else PREFIX)\n",
+        "  --restore PREFIX      load the variables and the global step (PREFIX.latest's checkpoint, else "
+        "PREFIX)\n",
         prog);
     if (tcrt_main_data_parallel)
         fprintf(o,
@@ -230,6 +237,90 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* --profile: a kernel (or TF op) and its median ms. */
+typedef struct ProfRow {
+    double ms;
+    int k;
+} ProfRow;
+
+static int cmp_prof_desc(const void *a, const void *b)
+{
+    const ProfRow *x = a, *y = b;
+    if (x->ms != y->ms)
+        return (x->ms < y->ms) - (x->ms > y->ms);
+    return (x->k > y->k) - (x->k < y->k);
+}
+
+/* Prints the profile of n_runs runs, prof[r * n_kernels + k] ns of kernel
+ * k in run r: one line per kernel (median over the runs, largest first,
+ * share of the sum of medians and cumulative share), then one line per TF
+ * op (sum of its kernels' medians).  run_med: the runs' median, for the
+ * time outside the kernels.  False when out of memory. */
+static bool print_profile(const tcrt_model *m, const uint64_t *prof, long n_runs, double run_med)
+{
+    int nk = m->n_kernels;
+    ProfRow *rows = calloc((size_t)nk + 1, sizeof *rows);
+    ProfRow *ops = calloc((size_t)nk + 1, sizeof *ops);
+    double *col = calloc((size_t)n_runs + 1, sizeof *col);
+    if (!rows || !ops || !col) {
+        free(rows);
+        free(ops);
+        free(col);
+        return false;
+    }
+    double total = 0;
+    for (int k = 0; k < nk; k++) {
+        for (long r = 0; r < n_runs; r++)
+            col[r] = (double)prof[(size_t)r * (size_t)nk + (size_t)k] / 1e6;
+        qsort(col, (size_t)n_runs, sizeof *col, cmp_double);
+        double med = n_runs % 2 ? col[n_runs / 2] : (col[n_runs / 2 - 1] + col[n_runs / 2]) / 2;
+        rows[k] = (ProfRow){med, k};
+        total += med;
+    }
+    qsort(rows, (size_t)nk, sizeof *rows, cmp_prof_desc);
+    printf("profile: %d kernels, median of %ld run%s each, ms of wall time on the calling thread; "
+           "sum %.3f ms, run %.3f ms (%.3f ms outside the kernels)\n",
+           nk, n_runs, n_runs == 1 ? "" : "s", total, run_med, run_med - total);
+    printf("profile: %9s %6s %6s  %-28s %-24s %-32s %s\n", "ms", "share", "cum", "kernel", "TF op", "TF node",
+           "output");
+    double cum = 0;
+    for (int i = 0; i < nk; i++) {
+        const tcrt_kernel_info *ki = &m->kernels[rows[i].k];
+        double share = total > 0 ? 100.0 * rows[i].ms / total : 0;
+        cum += share;
+        printf("profile: %9.4f %5.1f%% %5.1f%%  %-28s %-24s %-32s %s\n", rows[i].ms, share, cum,
+               ki->kernel ? ki->kernel : "?", ki->op ? ki->op : "?", ki->node ? ki->node : "?",
+               ki->type ? ki->type : "?");
+    }
+    /* per TF op: ops[j].k = a kernel of the op (its name), ms = the sum */
+    int n_ops = 0;
+    for (int k = 0; k < nk; k++) {
+        const char *op = m->kernels[k].op ? m->kernels[k].op : "?";
+        int j = 0;
+        while (j < n_ops && strcmp(m->kernels[ops[j].k].op ? m->kernels[ops[j].k].op : "?", op) != 0)
+            j++;
+        if (j == n_ops)
+            ops[n_ops++] = (ProfRow){0, k};
+        for (int i = 0; i < nk; i++)
+            if (rows[i].k == k)
+                ops[j].ms += rows[i].ms;
+    }
+    qsort(ops, (size_t)n_ops, sizeof *ops, cmp_prof_desc);
+    for (int j = 0; j < n_ops; j++) {
+        int count = 0;
+        const char *op = m->kernels[ops[j].k].op ? m->kernels[ops[j].k].op : "?";
+        for (int k = 0; k < nk; k++)
+            count += strcmp(m->kernels[k].op ? m->kernels[k].op : "?", op) == 0;
+        printf("profile-op: %9.4f %5.1f%%  %-24s %d kernel%s\n", ops[j].ms,
+               total > 0 ? 100.0 * ops[j].ms / total : 0, op, count, count == 1 ? "" : "s");
+    }
+    fflush(stdout);
+    free(rows);
+    free(ops);
+    free(col);
+    return true;
 }
 
 static bool check_model(const tcrt_model *m)
@@ -431,6 +522,8 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     int rc = EXIT_OK;
     const char *out_dir = ".", *save = NULL, *restore = NULL;
     long repeat = 0, threads = 0, steps = 0, log_every = 0, save_every = 0;
+    bool profile = false;
+    uint64_t *prof = NULL;
     if (!feed_file || !feeds || !n_batches || !entries || !written) {
         errorf("out of memory");
         rc = EXIT_RUN;
@@ -455,6 +548,15 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
             usage(prog, m, stdout);
             rc = EXIT_OK;
             goto done;
+        }
+        if (strcmp(flag, "--profile") == 0) {
+            if (a[flen] == '=') {
+                errorf("--profile takes no value, got '%s'", a);
+                rc = EXIT_USAGE;
+                goto done;
+            }
+            profile = true;
+            continue;
         }
         static const char *const known[] = {"--feed",    "--out-dir",    "--repeat",
                                             "--threads", "--steps",      "--log-every",
@@ -537,7 +639,10 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
                                              "be combined"
                            : log_every && !steps ? "--log-every needs --steps"
                            : save_every && !save ? "--save-every needs --save"
-                                                 : NULL;
+                           : profile && steps
+                               ? "--profile times inference runs (with --repeat); it cannot be "
+                                 "combined with --steps"
+                               : NULL;
     if (conflict) {
         errorf("%s", conflict);
         rc = EXIT_USAGE;
@@ -546,6 +651,14 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     if ((save || restore) && m->n_vars == 0) {
         errorf("%s: model '%s' has no variables to checkpoint", save ? "--save" : "--restore",
                m->name ? m->name : "?");
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    if (profile && (m->n_kernels <= 0 || !m->kernels)) {
+        errorf(
+            "--profile: model '%s' has no per-kernel timing (compiled with --backend llvm or --cluster, or "
+            "it has no kernel)",
+            m->name ? m->name : "?");
         rc = EXIT_USAGE;
         goto done;
     }
@@ -646,6 +759,18 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         rc = EXIT_RUN;
         goto done;
     }
+    long n_prof = repeat > 0 ? repeat : 1;
+    if (profile && (size_t)n_prof > SIZE_MAX / sizeof *prof / (size_t)m->n_kernels) {
+        errorf("--profile: too many runs");
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    prof = profile ? calloc((size_t)n_prof * (size_t)m->n_kernels, sizeof *prof) : NULL;
+    if (profile && !prof) {
+        errorf("--profile: cannot allocate %ld x %d timings", n_prof, m->n_kernels);
+        rc = EXIT_RUN;
+        goto done;
+    }
     double run_ms = 0;
     for (int64_t step = start; step < end; step++) {
         for (int j = 0; j < n_args; j++) {
@@ -674,9 +799,13 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
                 goto done;
             }
         }
+        long pr = repeat > 0 ? (long)(step - start) - 1 : 0; /* the profiled run's row; -1: warm-up */
+        if (prof && pr >= 0)
+            tcrt_prof_ns = prof + (size_t)pr * (size_t)m->n_kernels;
         double t0 = now_ms();
         tcrt_status s = m->run(arena);
         double t1 = now_ms();
+        tcrt_prof_ns = NULL;
         if (s != TCRT_OK) {
             if (steps)
                 errorf("model '%s' failed at step %lld: %s (status %d)", m->name ? m->name : "?",
@@ -711,6 +840,15 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         qsort(times, (size_t)repeat, sizeof *times, cmp_double);
         double med = repeat % 2 ? times[repeat / 2] : (times[repeat / 2 - 1] + times[repeat / 2]) / 2;
         printf("median_ms=%.3f\n", med);
+        if (prof && !print_profile(m, prof, repeat, med)) {
+            errorf("out of memory");
+            rc = EXIT_RUN;
+            goto done;
+        }
+    } else if (prof && !print_profile(m, prof, 1, run_ms)) {
+        errorf("out of memory");
+        rc = EXIT_RUN;
+        goto done;
     }
     if (steps)
         printf("trained step=%lld steps_run=%lld ms_per_step=%.4f\n", (long long)end,
@@ -765,6 +903,7 @@ done:
     free(n_batches);
     free(entries);
     free(times);
+    free(prof);
     free((void *)feed_file);
     free(arena);
     return rc;

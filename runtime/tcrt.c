@@ -10,6 +10,8 @@
  * Feed checks compare dtype, then rank and dims, then the byte size
  * (count x element size, overflow-checked) with the signature, and only then
  * is anything copied.
+ * tcrt_prof_ns / tcrt_clock_ns: the per-kernel timing hooks the generated
+ * run functions call (--profile; docs/profiling.md).
  * Invariants: nothing here allocates (except the pool's threads, at
  * tcrt_set_threads); every function accepts any input, NULL included, and
  * reports through a tcrt_status, never exit() or abort().
@@ -20,6 +22,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static int n_threads = 1;
 
@@ -243,6 +246,9 @@ tcrt_status tcrt_check_model(const tcrt_model *m, char *err, size_t errlen)
     if (m->n_vars < 0 || (m->n_vars && (!m->vars || !m->weights)))
         return failf(err, errlen, TCRT_ERR_ARG, "invalid model descriptor '%s': bad variable table",
                      name_or(m->name));
+    if (m->n_kernels < 0 || (m->n_kernels && !m->kernels))
+        return failf(err, errlen, TCRT_ERR_ARG, "invalid model descriptor '%s': bad kernel table",
+                     name_or(m->name));
     for (int i = 0; i < m->n_vars; i++) {
         const tcrt_var *v = &m->vars[i];
         size_t bytes;
@@ -353,4 +359,13 @@ tcrt_status tcrt_set_feed(const tcrt_model *m, uint8_t *arena, int i, const tcrt
     if (io->bytes)
         memmove(arena + io->offset, t->data, io->bytes);
     return TCRT_OK;
+}
+
+uint64_t *tcrt_prof_ns = NULL;
+
+uint64_t tcrt_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

@@ -816,14 +816,54 @@ static void emit_mpi_step(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *k)
                   (long long)rv->out[0].offset, t16 ? (size_t)cnt * 2 : ir_type_bytes(&rv->out[0].type), r, n->id);
 }
 
+/* Whether graph g's calls get the --profile timing hooks: the top level of
+ * a graph without --cluster (a region op is timed as one kernel). */
+static bool is_profiled(const Ctx *c, const IrGraph *g)
+{
+    return g == c->g && !c->mpi;
+}
+
 static void emit_calls(Ctx *c, CgOut *o, const IrGraph *g, const Kernel *ks, int n_ks)
 {
+    bool prof = is_profiled(c, g);
     for (int i = 0; i < n_ks; i++) {
+        if (prof)
+            cg_printf(o, "TFCC_T0();\n");
         if (c->mpi && g == c->g)
             emit_mpi_step(c, o, g, &ks[i]);
         else
             emit_call(c, o, g, &ks[i]);
+        if (prof)
+            cg_printf(o, "TFCC_T1(%d);\n", i);
     }
+}
+
+/* NAME_kernels: what --profile names kernel i by (tcrt_kernel_info). */
+static void emit_kernel_table(Ctx *c, CgOut *o, FILE *f, const Kernel *ks, int n_ks)
+{
+    if (n_ks == 0)
+        return;
+    cg_printf(o, "static const tcrt_kernel_info %s_kernels[%d] = {\n", c->name, n_ks);
+    o->indent++;
+    for (int i = 0; i < n_ks; i++) {
+        const IrNode *n = ks[i].node;
+        char t[IR_MAX_RANK * 26 + 16];
+        if (n->n_outputs > 0)
+            cg_type_str(&n->out[0].type, t, sizeof t);
+        else
+            snprintf(t, sizeof t, "-");
+        cg_printf(o, "{");
+        cg_c_string(f, ks[i].name);
+        fputs(", ", f);
+        cg_c_string(f, n->origin ? n->origin : "?");
+        fputs(", ", f);
+        cg_c_string(f, n->origin_op ? n->origin_op : "?");
+        fputs(", ", f);
+        cg_c_string(f, t);
+        fputs("},\n", f);
+    }
+    o->indent--;
+    cg_printf(o, "};\n\n");
 }
 
 /* ---- --data-parallel: ALLREDUCE (docs/distributed.md) ---- */
@@ -1139,6 +1179,13 @@ static bool write_source(Ctx *c)
                     "        if (s_ != TCRT_OK)                                                          \\\n"
                     "            return s_;                                                              \\\n"
                     "    } while (0)\n"
+                    "/* --profile (tcrt.h, tcrt_prof_ns): kernel i's wall time, when asked for */\n"
+                    "#define TFCC_T0() (tp_ = tcrt_prof_ns ? tcrt_clock_ns() : 0)\n"
+                    "#define TFCC_T1(i)                                                                  \\\n"
+                    "    do {                                                                            \\\n"
+                    "        if (tcrt_prof_ns)                                                           \\\n"
+                    "            tcrt_prof_ns[i] += tcrt_clock_ns() - tp_;                               \\\n"
+                    "    } while (0)\n"
                     "\n",
                     holes);
     IR_FOR_EACH(g, n) {
@@ -1183,11 +1230,17 @@ static bool write_source(Ctx *c)
         }
         cg_printf(&o, "int64_t sym[%d] = {0}; /* sizes known at run time (ir/dyn.c) */\n", g->n_syms);
     }
+    bool prof = is_profiled(c, g) && n_ks > 0;
+    if (prof)
+        cg_printf(&o, "uint64_t tp_ = 0; /* TFCC_T0 / TFCC_T1 (--profile) */\n");
     emit_calls(c, &o, g, ks, n_ks);
-    free_kernels(ks, n_ks);
     cg_printf(&o, "return TCRT_OK;\n");
     o.indent = 0;
     cg_printf(&o, "}\n\n");
+    if (prof)
+        emit_kernel_table(c, &o, f, ks, n_ks);
+    int n_prof = prof ? n_ks : 0;
+    free_kernels(ks, n_ks);
 
     /* Signature tables and the model descriptor. */
     emit_io_table(&o, c->name, "args", c->args, c->n_args);
@@ -1205,6 +1258,8 @@ static bool write_source(Ctx *c)
               c->name);
     cg_printf(&o, ".n_vars = %d,\n.vars = %s%s,\n.weights = %s_weights,\n", c->n_vars,
               c->n_vars ? c->name : "NULL", c->n_vars ? "_vars" : "", c->name);
+    cg_printf(&o, ".n_kernels = %d,\n.kernels = %s%s,\n", n_prof, n_prof ? c->name : "NULL",
+              n_prof ? "_kernels" : "");
     o.indent = 0;
     cg_printf(&o, "};\n\n");
 

@@ -228,14 +228,24 @@ bool cgl_emit_api(CglCtx *c)
         return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
     }
 
-    /* NAME_model */
-    LLVMValueRef mf[11] = {cstring(c, c->name), cgl_i32(c, n_args), targs, cgl_i32(c, n_results), tres,
-                           cgl_i64(c, g->arena_bytes), cgl_i64(c, g->weights_bytes), c->run_arena,
-                           cgl_i32(c, n_vars), tvars, c->weights};
+    /* NAME_model (no per-kernel timing hooks: n_kernels 0, kernels NULL) */
+    LLVMValueRef mf[13] = {cstring(c, c->name),
+                           cgl_i32(c, n_args),
+                           targs,
+                           cgl_i32(c, n_results),
+                           tres,
+                           cgl_i64(c, g->arena_bytes),
+                           cgl_i64(c, g->weights_bytes),
+                           c->run_arena,
+                           cgl_i32(c, n_vars),
+                           tvars,
+                           c->weights,
+                           cgl_i32(c, 0),
+                           LLVMConstNull(c->ptr)};
     char nm[160];
     snprintf(nm, sizeof nm, "%s_model", c->name);
     LLVMValueRef model = LLVMAddGlobal(c->mod, c->model_t, nm);
-    LLVMSetInitializer(model, LLVMConstNamedStruct(c->model_t, mf, 11));
+    LLVMSetInitializer(model, LLVMConstNamedStruct(c->model_t, mf, 13));
     LLVMSetGlobalConstant(model, true);
 
     /* struct NAME { uint8_t *arena; int owns_arena; } */

@@ -343,9 +343,10 @@ static void init_types(CglCtx *c)
     LLVMStructSetBody(c->io_t, iof, 6, false);
     c->model_t = LLVMStructCreateNamed(x, "tcrt_model");
     /* name, n_args, args, n_results, results, arena_bytes, weights_bytes,
-     * run, n_vars, vars, weights (runtime/include/tcrt.h) */
-    LLVMTypeRef mf[11] = {c->ptr, c->i32, c->ptr, c->i32, c->ptr, c->i64, c->i64, c->ptr, c->i32, c->ptr, c->ptr};
-    LLVMStructSetBody(c->model_t, mf, 11, false);
+     * run, n_vars, vars, weights, n_kernels, kernels (runtime/include/tcrt.h) */
+    LLVMTypeRef mf[13] = {c->ptr, c->i32, c->ptr, c->i32, c->ptr, c->i64, c->i64,
+                          c->ptr, c->i32, c->ptr, c->ptr, c->i32, c->ptr};
+    LLVMStructSetBody(c->model_t, mf, 13, false);
     c->params_t = LLVMStructCreateNamed(x, "tcrt_params");
     LLVMTypeRef pf[2] = {LLVMArrayType2(c->i64, TCRT_MAX_IPARAM), LLVMArrayType2(c->f64, TCRT_MAX_FPARAM)};
     LLVMStructSetBody(c->params_t, pf, 2, false);

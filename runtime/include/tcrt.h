@@ -64,6 +64,16 @@ typedef struct tcrt_io {
     size_t offset;                 /* byte offset in the arena */
 } tcrt_io;
 
+/* One top-level kernel call of a model's run, in schedule order (--profile
+ * of the standalone executable; docs/profiling.md).  Strings from the
+ * model file, escaped for C; "?" where unknown. */
+typedef struct tcrt_kernel_info {
+    const char *kernel; /* generated function: "k020_conv2d" */
+    const char *node;   /* TF node it comes from: "Conv2D_1" */
+    const char *op;     /* that node's TF op: "Conv2D" */
+    const char *type;   /* its first output: "f32[1,112,112,24]" */
+} tcrt_kernel_info;
+
 /* What a generated artifact exports (NAME_model). */
 typedef struct tcrt_model {
     const char *name;
@@ -79,7 +89,19 @@ typedef struct tcrt_model {
     int n_vars;
     const struct tcrt_var *vars;
     const unsigned char *weights;  /* the linked weights (initial values) */
+    /* The top-level kernel calls, whose times a run adds to tcrt_prof_ns[i]
+     * while it is set.  0 / NULL where the run has no timing hooks (--backend
+     * llvm, --cluster). */
+    int n_kernels;
+    const tcrt_kernel_info *kernels;
 } tcrt_model;
+
+/* Per-kernel timing: while non-NULL (it points at n_kernels counters), a
+ * run adds each top-level kernel's wall time on the calling thread, in ns,
+ * to tcrt_prof_ns[i].  NULL (the default) costs one load and branch per
+ * kernel.  Process-wide: set it only between runs, with one model running. */
+extern uint64_t *tcrt_prof_ns;
+uint64_t tcrt_clock_ns(void); /* CLOCK_MONOTONIC, ns */
 
 /* A variable: its value lives in the arena at `offset`, kept across runs.
  * Its initial value is `bytes` bytes at weights + init_offset.  A run

@@ -11,6 +11,7 @@
  */
 #include <check.h>
 #include <elf.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "compiler/driver.h"
 #include "tcrt.h"
 #include "tfcc_config.h"
@@ -400,6 +402,140 @@ static int run_child_err(char **argv, char *buf, size_t n)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+/* Reads file p whole into a malloc'd, NUL-terminated buffer. */
+static char *slurp(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", p);
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    ck_assert_int_ge(n, 0);
+    rewind(f);
+    char *b = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+/* --profile on DS_CNN_S (17 kernels: convs, pools, a matmul, fused
+ * elementwise chains): one line per generated kernel function, each named
+ * once, with its TF op; the lines' times add up to the reported sum; the
+ * per-op lines count every kernel; the results equal an unprofiled run's;
+ * and the flag's misuses are refused. */
+START_TEST(test_profile)
+{
+    char model[1024], in[1024], feed[1100], exe[1024], keep[1024], src[1100], o1[1024], o2[1024], so[1100];
+    path(model, sizeof model, models_dir, "github-ml-kws/DS_CNN_S/DS_CNN_S.pb");
+    path(in, sizeof in, models_dir, "github-ml-kws/DS_CNN_S/reference/DS_CNN_S/input_0.npy");
+    path(exe, sizeof exe, tmp_dir, "kws");
+    path(keep, sizeof keep, tmp_dir, "kws_keep");
+    Result r = tfcc("compile", model, "--feed", "Reshape:0:1x490", "--fetch", "labels_softmax", "-o", exe,
+                    "--keep-dir", keep, NULL);
+    ck_assert_msg(r.rc == 0, "%s", r.err);
+    result_free(&r);
+    snprintf(feed, sizeof feed, "Reshape:0=%s", in);
+    path(o1, sizeof o1, tmp_dir, "kws_plain");
+    path(o2, sizeof o2, tmp_dir, "kws_prof");
+    path(so, sizeof so, tmp_dir, "kws_prof.stdout");
+    char *plain[] = {exe, "--feed", feed, "--out-dir", o1, NULL};
+    ck_assert_int_eq(run_child(plain, NULL), 0);
+    char *prof[] = {exe, "--feed", feed, "--out-dir", o2, "--repeat", "5", "--profile", NULL};
+    ck_assert_int_eq(run_child(prof, so), 0);
+
+    /* the kernel functions of the generated C, in order */
+    path(src, sizeof src, keep, "kws.c");
+    char *c = slurp(src);
+    char names[64][96];
+    int n_fn = 0;
+    for (const char *q = c; (q = strstr(q, "\nstatic ")) != NULL; q++) {
+        const char *k = strstr(q + 1, " k");
+        const char *eol = strchr(q + 1, '\n');
+        if (!k || !eol || k > eol || k[2] < '0' || k[2] > '9')
+            continue;
+        size_t len = strcspn(k + 1, "(");
+        ck_assert_int_lt(n_fn, 64);
+        ck_assert_uint_lt(len, sizeof names[0]);
+        memcpy(names[n_fn], k + 1, len);
+        names[n_fn++][len] = 0;
+    }
+    free(c);
+    ck_assert_int_ge(n_fn, 10);
+
+    char *out = slurp(so);
+    HAS(out, "median_ms=");
+    char head[64];
+    snprintf(head, sizeof head, "profile: %d kernels, median of 5 runs each", n_fn);
+    HAS(out, head);
+    const char *sum_at = strstr(out, "; sum ");
+    ck_assert_ptr_nonnull(sum_at);
+    double sum = atof(sum_at + 6), lines_sum = 0, op_sum = 0;
+    int seen[64] = {0}, n_lines = 0, op_kernels = 0;
+    bool conv_op = false;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        double ms;
+        char kname[128], op[128];
+        int cnt;
+        if (sscanf(line, "profile: %lf %*f%% %*f%% %127s %127s", &ms, kname, op) == 3) {
+            ck_assert_msg(ms >= 0 && ms < 1e4, "%s", line);
+            int j = 0;
+            while (j < n_fn && strcmp(names[j], kname) != 0)
+                j++;
+            ck_assert_msg(j < n_fn, "profile names '%s', not a kernel of kws.c", kname);
+            seen[j]++;
+            n_lines++;
+            lines_sum += ms;
+            conv_op |= strcmp(op, "Conv2D") == 0 || strcmp(op, "DepthwiseConv2dNative") == 0;
+        } else if (sscanf(line, "profile-op: %lf %*f%% %127s %d kernel", &ms, op, &cnt) == 3) {
+            op_kernels += cnt;
+            op_sum += ms;
+        }
+    }
+    free(out);
+    ck_assert_int_eq(n_lines, n_fn);
+    for (int j = 0; j < n_fn; j++)
+        ck_assert_msg(seen[j] == 1, "kernel %s listed %d times", names[j], seen[j]);
+    ck_assert_int_eq(op_kernels, n_fn);
+    ck_assert(conv_op);
+    ck_assert_msg(fabs(lines_sum - sum) <= 1e-3 * n_fn + 1e-3, "lines %g, sum %g", lines_sum, sum);
+    ck_assert_msg(fabs(op_sum - sum) <= 1e-3 * n_fn + 1e-3, "ops %g, sum %g", op_sum, sum);
+
+    /* timing hooks change nothing in the results */
+    char a[1100], b[1100];
+    path(a, sizeof a, o1, "labels_softmax.npy");
+    path(b, sizeof b, o2, "labels_softmax.npy");
+    char *ra = slurp(a), *rb = slurp(b);
+    struct stat sa, sb;
+    ck_assert_int_eq(stat(a, &sa), 0);
+    ck_assert_int_eq(stat(b, &sb), 0);
+    ck_assert_int_eq(sa.st_size, sb.st_size);
+    ck_assert(memcmp(ra, rb, (size_t)sa.st_size) == 0);
+    free(ra);
+    free(rb);
+
+    /* misuse */
+    char err[4096];
+    char *val[] = {exe, "--feed", feed, "--out-dir", o2, "--profile=1", NULL};
+    ck_assert_int_eq(run_child_err(val, err, sizeof err), 2);
+    HAS(err, "--profile takes no value");
+    char *steps[] = {exe, "--feed", feed, "--out-dir", o2, "--profile", "--steps", "2", NULL};
+    ck_assert_int_eq(run_child_err(steps, err, sizeof err), 2);
+    HAS(err, "cannot be combined with --steps");
+    if (cgl_available()) {
+        char lexe[1024];
+        path(lexe, sizeof lexe, tmp_dir, "kws_llvm");
+        r = tfcc("compile", model, "--feed", "Reshape:0:1x490", "--fetch", "labels_softmax", "-o", lexe,
+                 "--backend", "llvm", NULL);
+        ck_assert_msg(r.rc == 0, "%s", r.err);
+        result_free(&r);
+        char *l[] = {lexe, "--feed", feed, "--out-dir", o2, "--profile", NULL};
+        ck_assert_int_eq(run_child_err(l, err, sizeof err), 2);
+        HAS(err, "has no per-kernel timing");
+    }
+}
+END_TEST
+
 /* A .npy v1 file by hand: dict padded to a 64-byte boundary, then n bytes. */
 static void write_npy_raw(const char *p, const char *dict, const void *data, size_t n)
 {
@@ -573,6 +709,11 @@ int main(int argc, char **argv)
         tcase_add_test(tc, test_config_and_repeat);
     else
         printf("SKIP: test_config_and_repeat (%s absent)\n", models_dir);
+    path(probe, sizeof probe, models_dir, "github-ml-kws/DS_CNN_S/DS_CNN_S.pb");
+    if (exists(probe))
+        tcase_add_test(tc, test_profile);
+    else
+        printf("SKIP: test_profile (%s absent)\n", models_dir);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
