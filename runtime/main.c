@@ -256,9 +256,10 @@ static int cmp_prof_desc(const void *a, const void *b)
 /* Prints the profile of n_runs runs, prof[r * n_kernels + k] ns of kernel
  * k in run r: one line per kernel (median over the runs, largest first,
  * share of the sum of medians and cumulative share), then one line per TF
- * op (sum of its kernels' medians).  run_med: the runs' median, for the
- * time outside the kernels.  False when out of memory. */
-static bool print_profile(const tcrt_model *m, const uint64_t *prof, long n_runs, double run_med)
+ * op (sum of its kernels' medians).  run_ms[r]: run r's time; the header
+ * gives the median run and the median over the runs of each run's time
+ * outside its kernels.  False when out of memory. */
+static bool print_profile(const tcrt_model *m, const uint64_t *prof, long n_runs, const double *run_ms)
 {
     int nk = m->n_kernels;
     ProfRow *rows = calloc((size_t)nk + 1, sizeof *rows);
@@ -280,9 +281,21 @@ static bool print_profile(const tcrt_model *m, const uint64_t *prof, long n_runs
         total += med;
     }
     qsort(rows, (size_t)nk, sizeof *rows, cmp_prof_desc);
+    for (long r = 0; r < n_runs; r++)
+        col[r] = run_ms[r];
+    qsort(col, (size_t)n_runs, sizeof *col, cmp_double);
+    double run_med = n_runs % 2 ? col[n_runs / 2] : (col[n_runs / 2 - 1] + col[n_runs / 2]) / 2;
+    for (long r = 0; r < n_runs; r++) {
+        uint64_t in = 0;
+        for (int k = 0; k < nk; k++)
+            in += prof[(size_t)r * (size_t)nk + (size_t)k];
+        col[r] = run_ms[r] - (double)in / 1e6;
+    }
+    qsort(col, (size_t)n_runs, sizeof *col, cmp_double);
+    double out_med = n_runs % 2 ? col[n_runs / 2] : (col[n_runs / 2 - 1] + col[n_runs / 2]) / 2;
     printf("profile: %d kernels, median of %ld run%s each, ms of wall time on the calling thread; "
-           "sum %.3f ms, run %.3f ms (%.3f ms outside the kernels)\n",
-           nk, n_runs, n_runs == 1 ? "" : "s", total, run_med, run_med - total);
+           "sum of the medians %.3f ms; median run %.3f ms, of which %.3f ms outside the kernels\n",
+           nk, n_runs, n_runs == 1 ? "" : "s", total, run_med, out_med);
     printf("profile: %9s %6s %6s  %-28s %-24s %-32s %s\n", "ms", "share", "cum", "kernel", "TF op", "TF node",
            "output");
     double cum = 0;
@@ -524,6 +537,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     long repeat = 0, threads = 0, steps = 0, log_every = 0, save_every = 0;
     bool profile = false;
     uint64_t *prof = NULL;
+    double *prof_run = NULL; /* --profile: each profiled run's time (ms) */
     if (!feed_file || !feeds || !n_batches || !entries || !written) {
         errorf("out of memory");
         rc = EXIT_RUN;
@@ -766,7 +780,8 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         goto done;
     }
     prof = profile ? calloc((size_t)n_prof * (size_t)m->n_kernels, sizeof *prof) : NULL;
-    if (profile && !prof) {
+    prof_run = profile ? calloc((size_t)n_prof, sizeof *prof_run) : NULL;
+    if (profile && (!prof || !prof_run)) {
         errorf("--profile: cannot allocate %ld x %d timings", n_prof, m->n_kernels);
         rc = EXIT_RUN;
         goto done;
@@ -806,6 +821,8 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         tcrt_status s = m->run(arena);
         double t1 = now_ms();
         tcrt_prof_ns = NULL;
+        if (prof && pr >= 0)
+            prof_run[pr] = t1 - t0;
         if (s != TCRT_OK) {
             if (steps)
                 errorf("model '%s' failed at step %lld: %s (status %d)", m->name ? m->name : "?",
@@ -840,12 +857,12 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         qsort(times, (size_t)repeat, sizeof *times, cmp_double);
         double med = repeat % 2 ? times[repeat / 2] : (times[repeat / 2 - 1] + times[repeat / 2]) / 2;
         printf("median_ms=%.3f\n", med);
-        if (prof && !print_profile(m, prof, repeat, med)) {
+        if (prof && !print_profile(m, prof, repeat, prof_run)) {
             errorf("out of memory");
             rc = EXIT_RUN;
             goto done;
         }
-    } else if (prof && !print_profile(m, prof, 1, run_ms)) {
+    } else if (prof && !print_profile(m, prof, 1, prof_run)) {
         errorf("out of memory");
         rc = EXIT_RUN;
         goto done;
@@ -904,6 +921,7 @@ done:
     free(entries);
     free(times);
     free(prof);
+    free(prof_run);
     free((void *)feed_file);
     free(arena);
     return rc;
