@@ -670,8 +670,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     }
     if (profile && (m->n_kernels <= 0 || !m->kernels)) {
         errorf(
-            "--profile: model '%s' has no per-kernel timing (compiled with --backend llvm or --cluster, or "
-            "it has no kernel)",
+            "--profile: model '%s' has no per-kernel timing (compiled with --cluster, or it has no kernel)",
             m->name ? m->name : "?");
         rc = EXIT_USAGE;
         goto done;

@@ -369,3 +369,14 @@ uint64_t tcrt_clock_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+uint64_t tcrt_prof_begin(void)
+{
+    return tcrt_prof_ns ? tcrt_clock_ns() : 0;
+}
+
+void tcrt_prof_end(int i, uint64_t t0)
+{
+    if (tcrt_prof_ns && i >= 0)
+        tcrt_prof_ns[i] += tcrt_clock_ns() - t0;
+}

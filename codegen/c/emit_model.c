@@ -11,6 +11,9 @@
  *                      NAME_run_arena calling them with `arena + offset` and
  *                      `NAME_weights + offset` pointers, the tcrt_model
  *                      descriptor NAME_model and the API functions;
+ *                      each top-level call sits between TFCC_T0() and
+ *                      TFCC_T1(i), the --profile hooks (tcrt_prof_ns),
+ *                      and NAME_kernels names the calls;
  *   NAME_weights.bin   every used CONST at its planned offset, zero padded;
  *   NAME_weights.S     .incbin of the .bin into .rodata (symbol NAME_weights);
  *   NAME_main.c        main() calling tcrt_main(&NAME_model, ...).

@@ -32,6 +32,40 @@ static LLVMValueRef cstring(CglCtx *c, const char *s)
     return gv;
 }
 
+/* NAME_kernels: tcrt_kernel_info {kernel, node, op, type} per top-level
+ * kernel (c->kernels), or a null pointer when there is none; NULL when out
+ * of memory. */
+static LLVMValueRef kernel_table(CglCtx *c)
+{
+    if (c->n_kernels == 0)
+        return LLVMConstNull(c->ptr);
+    LLVMTypeRef ptrs[4] = {c->ptr, c->ptr, c->ptr, c->ptr};
+    LLVMTypeRef kt = LLVMStructTypeInContext(c->ctx, ptrs, 4, false);
+    LLVMValueRef *rows = xx_malloc(sizeof(LLVMValueRef) * (size_t)c->n_kernels);
+    if (!rows)
+        return NULL;
+    for (int i = 0; i < c->n_kernels; i++) {
+        const IrNode *n = c->kernels[i].node;
+        char t[IR_MAX_RANK * 26 + 16];
+        if (n->n_outputs > 0)
+            cg_type_str(&n->out[0].type, t, sizeof t);
+        else
+            snprintf(t, sizeof t, "-");
+        LLVMValueRef f[4] = {cstring(c, c->kernels[i].name), cstring(c, n->origin ? n->origin : "?"),
+                             cstring(c, n->origin_op ? n->origin_op : "?"), cstring(c, t)};
+        rows[i] = LLVMConstStructInContext(c->ctx, f, 4, false);
+    }
+    LLVMValueRef init = LLVMConstArray2(kt, rows, (uint64_t)c->n_kernels);
+    xx_free(rows);
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s_kernels", c->name);
+    LLVMValueRef gv = LLVMAddGlobal(c->mod, LLVMTypeOf(init), nm);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetLinkage(gv, LLVMInternalLinkage);
+    return gv;
+}
+
 static LLVMValueRef io_table(CglCtx *c, const char *what, const CgIo *io, int n)
 {
     if (n == 0)
@@ -228,7 +262,14 @@ bool cgl_emit_api(CglCtx *c)
         return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
     }
 
-    /* NAME_model (no per-kernel timing hooks: n_kernels 0, kernels NULL) */
+    /* NAME_model */
+    LLVMValueRef tkern = kernel_table(c);
+    if (!tkern) {
+        xx_free(args);
+        xx_free(results);
+        xx_free(vars);
+        return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
+    }
     LLVMValueRef mf[13] = {cstring(c, c->name),
                            cgl_i32(c, n_args),
                            targs,
@@ -240,8 +281,8 @@ bool cgl_emit_api(CglCtx *c)
                            cgl_i32(c, n_vars),
                            tvars,
                            c->weights,
-                           cgl_i32(c, 0),
-                           LLVMConstNull(c->ptr)};
+                           cgl_i32(c, c->n_kernels),
+                           tkern};
     char nm[160];
     snprintf(nm, sizeof nm, "%s_model", c->name);
     LLVMValueRef model = LLVMAddGlobal(c->mod, c->model_t, nm);

@@ -41,6 +41,14 @@ typedef struct CglCtx {
     const IrGraph *regions[CGL_MAX_REGIONS]; /* every region of the tree, pre-order */
     LLVMValueRef region_fns[CGL_MAX_REGIONS]; /* NAME_r<i+1> */
     int n_regions;
+    /* The top-level kernel calls of NAME_run_arena in order, timed by
+     * tcrt_prof_begin/tcrt_prof_end and listed in NAME_kernels (--profile,
+     * docs/profiling.md). */
+    struct CglKernel {
+        char name[96]; /* k<NNN>_<op>..., as the C backend names it */
+        const IrNode *node;
+    } * kernels;
+    int n_kernels;
 } CglCtx;
 
 /* The function being filled: the run function or a region function. */

@@ -276,10 +276,52 @@ static bool emit_graph(CglCtx *c, CglFn *f, const char *prefix)
         pos[n->id] = p++;
     }
     bool ok = true;
+    /* --profile hooks around the top-level kernels (docs/profiling.md) */
+    bool prof = f->fn == c->run_arena;
+    LLVMTypeRef pb_t = LLVMFunctionType(c->i64, NULL, 0, false);
+    LLVMTypeRef pe_args[2] = {c->i32, c->i64};
+    LLVMTypeRef pe_t = LLVMFunctionType(c->void_t, pe_args, 2, false);
+    LLVMValueRef pb = NULL, pe = NULL;
+    if (prof) {
+        pb = LLVMGetNamedFunction(c->mod, "tcrt_prof_begin");
+        pb = pb ? pb : LLVMAddFunction(c->mod, "tcrt_prof_begin", pb_t);
+        pe = LLVMGetNamedFunction(c->mod, "tcrt_prof_end");
+        pe = pe ? pe : LLVMAddFunction(c->mod, "tcrt_prof_end", pe_t);
+        xx_free(c->kernels);
+        c->n_kernels = 0;
+        c->kernels = xx_malloc(sizeof *c->kernels * ((size_t)g->n_nodes + 1));
+        if (!c->kernels) {
+            xx_free(pos);
+            return st_errorf(c->st, ST_NOMEM, "codegen: out of memory");
+        }
+    }
     IR_FOR_EACH(g, n) {
         const OpInfo *oi = ir_op_info(n->op);
         if (!ok || oi->kind == K_LEAF || cg_is_fused(n))
             continue;
+        LLVMValueRef t0 = NULL;
+        int ki = -1;
+        if (prof) {
+            ki = c->n_kernels++;
+            struct CglKernel *k = &c->kernels[ki];
+            k->node = n;
+            if (oi->kind == K_ELEM && n->n_regions == 0) {
+                CgcElemGroup grp;
+                memset(&grp, 0, sizeof grp);
+                if (!cg_elem_group_build(g, n, pos, &grp, c->st)) {
+                    ok = false;
+                    break;
+                }
+                size_t len = (size_t)snprintf(k->name, sizeof k->name, "k%03d", pos[n->id]);
+                for (int i = 0; i < grp.n_members && len + 16 < sizeof k->name; i++)
+                    len += (size_t)snprintf(k->name + len, sizeof k->name - len, "_%s",
+                                            ir_op_name(grp.members[i]->op));
+                cg_elem_group_free(&grp);
+            } else {
+                snprintf(k->name, sizeof k->name, "k%03d_%s", pos[n->id], oi->name);
+            }
+            t0 = LLVMBuildCall2(c->b, pb_t, pb, NULL, 0, "prof.t0");
+        }
         if (n->n_regions > 0) {
             ok = emit_region_op(c, f, n);
         } else if (oi->kind == K_ELEM) {
@@ -312,6 +354,10 @@ static bool emit_graph(CglCtx *c, CglFn *f, const char *prefix)
             cg_elem_group_free(&grp);
         } else {
             ok = cgl_emit_call(c, f, n);
+        }
+        if (ok && prof) {
+            LLVMValueRef pa[2] = {cgl_i32(c, ki), t0};
+            LLVMBuildCall2(c->b, pe_t, pe, pa, 2, "");
         }
     }
     xx_free(pos);
@@ -536,6 +582,7 @@ bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t
     LLVMDisposeTargetData(c->td);
     LLVMContextDispose(c->ctx);
     LLVMDisposeTargetMachine(tm);
+    xx_free(c->kernels);
     xx_free(c);
     return ok;
 }

@@ -90,8 +90,8 @@ typedef struct tcrt_model {
     const struct tcrt_var *vars;
     const unsigned char *weights;  /* the linked weights (initial values) */
     /* The top-level kernel calls, whose times a run adds to tcrt_prof_ns[i]
-     * while it is set.  0 / NULL where the run has no timing hooks (--backend
-     * llvm, --cluster). */
+     * while it is set (both backends).  0 / NULL where the run has no timing
+     * hooks (--cluster) or no kernel. */
     int n_kernels;
     const tcrt_kernel_info *kernels;
 } tcrt_model;
@@ -102,6 +102,10 @@ typedef struct tcrt_model {
  * kernel.  Process-wide: set it only between runs, with one model running. */
 extern uint64_t *tcrt_prof_ns;
 uint64_t tcrt_clock_ns(void); /* CLOCK_MONOTONIC, ns */
+/* The same hooks as calls (the LLVM backend): begin returns the start time
+ * (0 while tcrt_prof_ns is NULL), end adds the time since it to counter i. */
+uint64_t tcrt_prof_begin(void);
+void tcrt_prof_end(int i, uint64_t t0);
 
 /* A variable: its value lives in the arena at `offset`, kept across runs.
  * Its initial value is `bytes` bytes at weights + init_offset.  A run
