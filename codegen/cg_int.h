@@ -31,6 +31,12 @@ const char *cg_dtype_enum(tcrt_dtype dt);
 const char *cg_dtype_short(tcrt_dtype dt);
 /* Writes "f32[2,3]" into buf (returns buf). */
 const char *cg_type_str(const IrType *t, char *buf, size_t n);
+/* Floating-point operations of kernel root n, counted as the plain
+ * algorithm does them (2 per multiply-add: a Winograd conv counts its direct
+ * convolution's work; a depthwise block its three parts; a pool one per
+ * window element), for --profile's GFLOP/s; 0 for other kernels (data
+ * movement, elementwise, reductions) and where the count is not known. */
+double cg_kernel_flops(const IrNode *n);
 /* Writes a double as a C literal that reads back exactly (INFINITY/NAN spelled). */
 void cg_double_lit(double v, char *buf, size_t n);
 

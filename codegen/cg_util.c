@@ -154,6 +154,54 @@ const char *cg_dtype_short(tcrt_dtype dt)
     }
 }
 
+double cg_kernel_flops(const IrNode *n)
+{
+    if (!n || n->n_outputs < 1)
+        return 0;
+    double out = (double)ir_shape_count(&n->out[0].type.shape);
+    const int64_t *p = n->p.i;
+    if (n->op == OP_MAXPOOL || n->op == OP_AVGPOOL)
+        return out * (double)(p[TCRT_POOL_KH] > 0 ? p[TCRT_POOL_KH] : 1) *
+               (double)(p[TCRT_POOL_KW] > 0 ? p[TCRT_POOL_KW] : 1);
+    if (n->n_inputs < 2 || !n->inputs[0].node || !n->inputs[1].node)
+        return 0;
+    const IrShape *a = &ir_value_type(n->inputs[0])->shape, *w = &ir_value_type(n->inputs[1])->shape;
+    if (n->op == OP_MATMUL && a->rank >= 2) {
+        int64_t k = p[TCRT_MM_TA] ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
+        return 2.0 * out * (double)k;
+    }
+    if (n->op != OP_CONV2D || a->rank != 4)
+        return 0;
+    double cin = (double)a->dims[3];
+    switch (p[TCRT_CONV_PACKED]) {
+    case 0: /* HWIO, or HWCM for a depthwise conv: its multiplier is in the output channels */
+        if (w->rank != 4)
+            return 0;
+        return 2.0 * out * (double)w->dims[0] * (double)w->dims[1] * (p[TCRT_CONV_DEPTHWISE] ? 1.0 : cin);
+    case TCRT_CONV_PACK_DIRECT: /* [ceil(Cout/16), KH, KW, Cin, 16] */
+        return w->rank == 5 ? 2.0 * out * (double)w->dims[1] * (double)w->dims[2] * cin : 0;
+    case TCRT_CONV_PACK_WINO:
+    case TCRT_CONV_PACK_WINO4:
+        return 2.0 * out * 9.0 * cin;
+    case TCRT_CONV_PACK_DWBLOCK: {
+        /* expansion over every input pixel, depthwise over the output
+         * pixels, projection into the output */
+        double in_px = (double)a->dims[0] * (double)a->dims[1] * (double)a->dims[2];
+        double ce = p[TCRT_CONV_FUSE] & TCRT_FUSE_EXPAND ? (double)p[TCRT_CONV_COUT] : cin;
+        const IrShape *o = &n->out[0].type.shape;
+        double out_px = o->rank == 4 ? (double)o->dims[0] * (double)o->dims[1] * (double)o->dims[2] : 0;
+        double f = 2.0 * out_px * ce * (double)p[TCRT_CONV_KH] * (double)p[TCRT_CONV_KW];
+        if (p[TCRT_CONV_FUSE] & TCRT_FUSE_EXPAND)
+            f += 2.0 * in_px * cin * ce;
+        if (p[TCRT_CONV_FUSE] & TCRT_FUSE_PROJECT)
+            f += 2.0 * out * ce;
+        return f;
+    }
+    default:
+        return 0;
+    }
+}
+
 const char *cg_type_str(const IrType *t, char *buf, size_t n)
 {
     char dims[IR_MAX_RANK * 26 + 4];

@@ -253,6 +253,22 @@ static int cmp_prof_desc(const void *a, const void *b)
     return (x->k > y->k) - (x->k < y->k);
 }
 
+/* The MFLOP and GFLOP/s columns of --profile ("-" where not counted or not
+ * timed); mf and gf hold at least 32 bytes. */
+static void fmt_flops(double flops, double ms, char *mf, char *gf)
+{
+    if (!(flops > 0)) {
+        snprintf(mf, 32, "-");
+        snprintf(gf, 32, "-");
+        return;
+    }
+    snprintf(mf, 32, "%.3f", flops / 1e6);
+    if (ms > 0)
+        snprintf(gf, 32, "%.1f", flops / (ms * 1e6));
+    else
+        snprintf(gf, 32, "-");
+}
+
 /* Prints the profile of n_runs runs, prof[r * n_kernels + k] ns of kernel
  * k in run r: one line per kernel (median over the runs, largest first,
  * share of the sum of medians and cumulative share), then one line per TF
@@ -296,15 +312,17 @@ static bool print_profile(const tcrt_model *m, const uint64_t *prof, long n_runs
     printf("profile: %d kernels, median of %ld run%s each, ms of wall time on the calling thread; "
            "sum of the medians %.3f ms; median run %.3f ms, of which %.3f ms outside the kernels\n",
            nk, n_runs, n_runs == 1 ? "" : "s", total, run_med, out_med);
-    printf("profile: %9s %6s %6s  %-28s %-24s %-32s %s\n", "ms", "share", "cum", "kernel", "TF op", "TF node",
-           "output");
+    printf("profile: %9s %6s %6s %10s %8s  %-28s %-24s %-32s %s\n", "ms", "share", "cum", "MFLOP", "GFLOP/s",
+           "kernel", "TF op", "TF node", "output");
     double cum = 0;
     for (int i = 0; i < nk; i++) {
         const tcrt_kernel_info *ki = &m->kernels[rows[i].k];
         double share = total > 0 ? 100.0 * rows[i].ms / total : 0;
+        char mf[32], gf[32];
+        fmt_flops(ki->flops, rows[i].ms, mf, gf);
         cum += share;
-        printf("profile: %9.4f %5.1f%% %5.1f%%  %-28s %-24s %-32s %s\n", rows[i].ms, share, cum,
-               ki->kernel ? ki->kernel : "?", ki->op ? ki->op : "?", ki->node ? ki->node : "?",
+        printf("profile: %9.4f %5.1f%% %5.1f%% %10s %8s  %-28s %-24s %-32s %s\n", rows[i].ms, share, cum, mf,
+               gf, ki->kernel ? ki->kernel : "?", ki->op ? ki->op : "?", ki->node ? ki->node : "?",
                ki->type ? ki->type : "?");
     }
     /* per TF op: ops[j].k = a kernel of the op (its name), ms = the sum */
@@ -323,11 +341,17 @@ static bool print_profile(const tcrt_model *m, const uint64_t *prof, long n_runs
     qsort(ops, (size_t)n_ops, sizeof *ops, cmp_prof_desc);
     for (int j = 0; j < n_ops; j++) {
         int count = 0;
+        double flops = 0;
         const char *op = m->kernels[ops[j].k].op ? m->kernels[ops[j].k].op : "?";
         for (int k = 0; k < nk; k++)
-            count += strcmp(m->kernels[k].op ? m->kernels[k].op : "?", op) == 0;
-        printf("profile-op: %9.4f %5.1f%%  %-24s %d kernel%s\n", ops[j].ms,
-               total > 0 ? 100.0 * ops[j].ms / total : 0, op, count, count == 1 ? "" : "s");
+            if (strcmp(m->kernels[k].op ? m->kernels[k].op : "?", op) == 0) {
+                count++;
+                flops += m->kernels[k].flops > 0 ? m->kernels[k].flops : 0;
+            }
+        char mf[32], gf[32];
+        fmt_flops(flops, ops[j].ms, mf, gf);
+        printf("profile-op: %9.4f %5.1f%% %10s %8s  %-24s %d kernel%s\n", ops[j].ms,
+               total > 0 ? 100.0 * ops[j].ms / total : 0, mf, gf, op, count, count == 1 ? "" : "s");
     }
     fflush(stdout);
     free(rows);

@@ -863,7 +863,7 @@ static void emit_kernel_table(Ctx *c, CgOut *o, FILE *f, const Kernel *ks, int n
         cg_c_string(f, n->origin_op ? n->origin_op : "?");
         fputs(", ", f);
         cg_c_string(f, t);
-        fputs("},\n", f);
+        fprintf(f, ", %.17g},\n", cg_kernel_flops(n));
     }
     o->indent--;
     cg_printf(o, "};\n\n");

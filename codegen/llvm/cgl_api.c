@@ -32,15 +32,15 @@ static LLVMValueRef cstring(CglCtx *c, const char *s)
     return gv;
 }
 
-/* NAME_kernels: tcrt_kernel_info {kernel, node, op, type} per top-level
+/* NAME_kernels: tcrt_kernel_info {kernel, node, op, type, flops} per top-level
  * kernel (c->kernels), or a null pointer when there is none; NULL when out
  * of memory. */
 static LLVMValueRef kernel_table(CglCtx *c)
 {
     if (c->n_kernels == 0)
         return LLVMConstNull(c->ptr);
-    LLVMTypeRef ptrs[4] = {c->ptr, c->ptr, c->ptr, c->ptr};
-    LLVMTypeRef kt = LLVMStructTypeInContext(c->ctx, ptrs, 4, false);
+    LLVMTypeRef fields[5] = {c->ptr, c->ptr, c->ptr, c->ptr, c->f64};
+    LLVMTypeRef kt = LLVMStructTypeInContext(c->ctx, fields, 5, false);
     LLVMValueRef *rows = xx_malloc(sizeof(LLVMValueRef) * (size_t)c->n_kernels);
     if (!rows)
         return NULL;
@@ -51,9 +51,10 @@ static LLVMValueRef kernel_table(CglCtx *c)
             cg_type_str(&n->out[0].type, t, sizeof t);
         else
             snprintf(t, sizeof t, "-");
-        LLVMValueRef f[4] = {cstring(c, c->kernels[i].name), cstring(c, n->origin ? n->origin : "?"),
-                             cstring(c, n->origin_op ? n->origin_op : "?"), cstring(c, t)};
-        rows[i] = LLVMConstStructInContext(c->ctx, f, 4, false);
+        LLVMValueRef f[5] = {cstring(c, c->kernels[i].name), cstring(c, n->origin ? n->origin : "?"),
+                             cstring(c, n->origin_op ? n->origin_op : "?"), cstring(c, t),
+                             LLVMConstReal(c->f64, cg_kernel_flops(n))};
+        rows[i] = LLVMConstStructInContext(c->ctx, f, 5, false);
     }
     LLVMValueRef init = LLVMConstArray2(kt, rows, (uint64_t)c->n_kernels);
     xx_free(rows);

@@ -72,6 +72,7 @@ typedef struct tcrt_kernel_info {
     const char *node;   /* TF node it comes from: "Conv2D_1" */
     const char *op;     /* that node's TF op: "Conv2D" */
     const char *type;   /* its first output: "f32[1,112,112,24]" */
+    double flops;       /* floating-point operations of one call (2 per multiply-add); 0: not counted */
 } tcrt_kernel_info;
 
 /* What a generated artifact exports (NAME_model). */

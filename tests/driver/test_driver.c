@@ -474,12 +474,30 @@ START_TEST(test_profile)
     HAS(out, " ms outside the kernels\n");
     int seen[64] = {0}, n_lines = 0, op_kernels = 0;
     bool conv_op = false;
+    int n_counted = 0;
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
         double ms;
-        char kname[128], op[128];
+        char kname[128], op[128], mf[32], gf[32], node[512];
         int cnt;
-        if (sscanf(line, "profile: %lf %*f%% %*f%% %127s %127s", &ms, kname, op) == 3) {
+        if (sscanf(line, "profile: %lf %*f%% %*f%% %31s %31s %127s %127s %511s", &ms, mf, gf, kname, op,
+                   node) == 6) {
             ck_assert_msg(ms >= 0 && ms < 1e4, "%s", line);
+            /* operations by hand from DS-CNN's layers (output 25x5x64): conv_1 10x4 over
+             * 1 channel 2*25*5*64*40, each pointwise 64 -> 64 2*25*5*64*64, each
+             * depthwise 3x3 2*25*5*64*9, the 25x5 average pool 64*125, fc1 2*64*12 */
+            const char *want = strstr(node, "conv_1/")           ? "0.640"
+                               : strstr(node, "pointwise_conv/") ? "1.024"
+                               : strstr(node, "depthwise_conv/") ? "0.144"
+                               : strstr(node, "avg_pool/")       ? "0.008"
+                               : strstr(node, "fc1/")            ? "0.002"
+                                                                 : "-";
+            ck_assert_msg(strcmp(mf, want) == 0, "%s: MFLOP %s, by hand %s", kname, mf, want);
+            if (strcmp(mf, "-") != 0) {
+                n_counted++;
+                double g = atof(gf), expect = atof(mf) / ms; /* MFLOP per ms = GFLOP/s */
+                ck_assert_msg(ms == 0 || atof(mf) < 0.1 || fabs(g - expect) <= 0.02 * expect + 0.1,
+                              "%s: %s GFLOP/s, %s MFLOP in %g ms", kname, gf, mf, ms);
+            }
             int j = 0;
             while (j < n_fn && strcmp(names[j], kname) != 0)
                 j++;
@@ -488,13 +506,14 @@ START_TEST(test_profile)
             n_lines++;
             lines_sum += ms;
             conv_op |= strcmp(op, "Conv2D") == 0 || strcmp(op, "DepthwiseConv2dNative") == 0;
-        } else if (sscanf(line, "profile-op: %lf %*f%% %127s %d kernel", &ms, op, &cnt) == 3) {
+        } else if (sscanf(line, "profile-op: %lf %*f%% %*s %*s %127s %d kernel", &ms, op, &cnt) == 3) {
             op_kernels += cnt;
             op_sum += ms;
         }
     }
     free(out);
     ck_assert_int_eq(n_lines, n_fn);
+    ck_assert_int_eq(n_counted, 11); /* 5 convs, 4 depthwise, the pool, the matmul */
     for (int j = 0; j < n_fn; j++)
         ck_assert_msg(seen[j] == 1, "kernel %s listed %d times", names[j], seen[j]);
     ck_assert_int_eq(op_kernels, n_fn);
@@ -540,7 +559,7 @@ START_TEST(test_profile)
         for (char *line = strtok(lout, "\n"); line; line = strtok(NULL, "\n")) {
             double ms;
             char kname[128];
-            if (sscanf(line, "profile: %lf %*f%% %*f%% %127s", &ms, kname) != 2)
+            if (sscanf(line, "profile: %lf %*f%% %*f%% %*s %*s %127s", &ms, kname) != 2)
                 continue;
             int j = 0;
             while (j < n_fn && strcmp(names[j], kname) != 0)
