@@ -228,9 +228,7 @@ static bool make_dirs(const char *dir)
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return (double)tcrt_clock_ns() / 1e6;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -239,10 +237,20 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* --profile: a kernel (or TF op) and its median ms. */
+/* The median of v[0..n) (n >= 1), sorting v. */
+static double median_of(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* --profile: a kernel (or TF op: its first kernel k, and the sums over its
+ * kernels) with its median ms, operations and kernel count. */
 typedef struct ProfRow {
     double ms;
     int k;
+    double flops;
+    int count;
 } ProfRow;
 
 static int cmp_prof_desc(const void *a, const void *b)
@@ -288,27 +296,37 @@ static bool print_profile(const tcrt_model *m, const uint64_t *prof, long n_runs
         return false;
     }
     double total = 0;
+    int n_ops = 0;
     for (int k = 0; k < nk; k++) {
+        const tcrt_kernel_info *ki = &m->kernels[k];
         for (long r = 0; r < n_runs; r++)
             col[r] = (double)prof[(size_t)r * (size_t)nk + (size_t)k] / 1e6;
-        qsort(col, (size_t)n_runs, sizeof *col, cmp_double);
-        double med = n_runs % 2 ? col[n_runs / 2] : (col[n_runs / 2 - 1] + col[n_runs / 2]) / 2;
-        rows[k] = (ProfRow){med, k};
+        double med = median_of(col, n_runs), flops = ki->flops > 0 ? ki->flops : 0;
+        rows[k] = (ProfRow){med, k, flops, 1};
         total += med;
+        /* its TF op's row: ops[j].k is the op's first kernel */
+        const char *op = ki->op ? ki->op : "?";
+        int j = 0;
+        while (j < n_ops && strcmp(m->kernels[ops[j].k].op ? m->kernels[ops[j].k].op : "?", op) != 0)
+            j++;
+        if (j == n_ops)
+            ops[n_ops++] = (ProfRow){0, k, 0, 0};
+        ops[j].ms += med;
+        ops[j].flops += flops;
+        ops[j].count++;
     }
     qsort(rows, (size_t)nk, sizeof *rows, cmp_prof_desc);
+    qsort(ops, (size_t)n_ops, sizeof *ops, cmp_prof_desc);
     for (long r = 0; r < n_runs; r++)
         col[r] = run_ms[r];
-    qsort(col, (size_t)n_runs, sizeof *col, cmp_double);
-    double run_med = n_runs % 2 ? col[n_runs / 2] : (col[n_runs / 2 - 1] + col[n_runs / 2]) / 2;
+    double run_med = median_of(col, n_runs);
     for (long r = 0; r < n_runs; r++) {
         uint64_t in = 0;
         for (int k = 0; k < nk; k++)
             in += prof[(size_t)r * (size_t)nk + (size_t)k];
         col[r] = run_ms[r] - (double)in / 1e6;
     }
-    qsort(col, (size_t)n_runs, sizeof *col, cmp_double);
-    double out_med = n_runs % 2 ? col[n_runs / 2] : (col[n_runs / 2 - 1] + col[n_runs / 2]) / 2;
+    double out_med = median_of(col, n_runs);
     printf("profile: %d kernels, median of %ld run%s each, ms of wall time on the calling thread; "
            "sum of the medians %.3f ms; median run %.3f ms, of which %.3f ms outside the kernels\n",
            nk, n_runs, n_runs == 1 ? "" : "s", total, run_med, out_med);
@@ -325,33 +343,13 @@ static bool print_profile(const tcrt_model *m, const uint64_t *prof, long n_runs
                gf, ki->kernel ? ki->kernel : "?", ki->op ? ki->op : "?", ki->node ? ki->node : "?",
                ki->type ? ki->type : "?");
     }
-    /* per TF op: ops[j].k = a kernel of the op (its name), ms = the sum */
-    int n_ops = 0;
-    for (int k = 0; k < nk; k++) {
-        const char *op = m->kernels[k].op ? m->kernels[k].op : "?";
-        int j = 0;
-        while (j < n_ops && strcmp(m->kernels[ops[j].k].op ? m->kernels[ops[j].k].op : "?", op) != 0)
-            j++;
-        if (j == n_ops)
-            ops[n_ops++] = (ProfRow){0, k};
-        for (int i = 0; i < nk; i++)
-            if (rows[i].k == k)
-                ops[j].ms += rows[i].ms;
-    }
-    qsort(ops, (size_t)n_ops, sizeof *ops, cmp_prof_desc);
     for (int j = 0; j < n_ops; j++) {
-        int count = 0;
-        double flops = 0;
         const char *op = m->kernels[ops[j].k].op ? m->kernels[ops[j].k].op : "?";
-        for (int k = 0; k < nk; k++)
-            if (strcmp(m->kernels[k].op ? m->kernels[k].op : "?", op) == 0) {
-                count++;
-                flops += m->kernels[k].flops > 0 ? m->kernels[k].flops : 0;
-            }
         char mf[32], gf[32];
-        fmt_flops(flops, ops[j].ms, mf, gf);
+        fmt_flops(ops[j].flops, ops[j].ms, mf, gf);
         printf("profile-op: %9.4f %5.1f%% %10s %8s  %-24s %d kernel%s\n", ops[j].ms,
-               total > 0 ? 100.0 * ops[j].ms / total : 0, mf, gf, op, count, count == 1 ? "" : "s");
+               total > 0 ? 100.0 * ops[j].ms / total : 0, mf, gf, op, ops[j].count,
+               ops[j].count == 1 ? "" : "s");
     }
     fflush(stdout);
     free(rows);
@@ -877,15 +875,9 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         }
     }
     if (repeat > 0) {
-        qsort(times, (size_t)repeat, sizeof *times, cmp_double);
-        double med = repeat % 2 ? times[repeat / 2] : (times[repeat / 2 - 1] + times[repeat / 2]) / 2;
-        printf("median_ms=%.3f\n", med);
-        if (prof && !print_profile(m, prof, repeat, prof_run)) {
-            errorf("out of memory");
-            rc = EXIT_RUN;
-            goto done;
-        }
-    } else if (prof && !print_profile(m, prof, 1, prof_run)) {
+        printf("median_ms=%.3f\n", median_of(times, repeat));
+    }
+    if (prof && !print_profile(m, prof, n_prof, prof_run)) {
         errorf("out of memory");
         rc = EXIT_RUN;
         goto done;

@@ -32,6 +32,18 @@ static LLVMValueRef cstring(CglCtx *c, const char *s)
     return gv;
 }
 
+/* The internal constant NAME_<what> initialized with init. */
+static LLVMValueRef internal_table(CglCtx *c, LLVMValueRef init, const char *what)
+{
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s_%s", c->name, what);
+    LLVMValueRef gv = LLVMAddGlobal(c->mod, LLVMTypeOf(init), nm);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetLinkage(gv, LLVMInternalLinkage);
+    return gv;
+}
+
 /* NAME_kernels: tcrt_kernel_info {kernel, node, op, type, flops} per top-level
  * kernel (c->kernels), or a null pointer when there is none; NULL when out
  * of memory. */
@@ -58,13 +70,7 @@ static LLVMValueRef kernel_table(CglCtx *c)
     }
     LLVMValueRef init = LLVMConstArray2(kt, rows, (uint64_t)c->n_kernels);
     xx_free(rows);
-    char nm[160];
-    snprintf(nm, sizeof nm, "%s_kernels", c->name);
-    LLVMValueRef gv = LLVMAddGlobal(c->mod, LLVMTypeOf(init), nm);
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, true);
-    LLVMSetLinkage(gv, LLVMInternalLinkage);
-    return gv;
+    return internal_table(c, init, "kernels");
 }
 
 static LLVMValueRef io_table(CglCtx *c, const char *what, const CgIo *io, int n)
@@ -87,13 +93,7 @@ static LLVMValueRef io_table(CglCtx *c, const char *what, const CgIo *io, int n)
     }
     LLVMValueRef init = LLVMConstArray2(c->io_t, rows, (uint64_t)n);
     xx_free(rows);
-    char nm[160];
-    snprintf(nm, sizeof nm, "%s_%s", c->name, what);
-    LLVMValueRef gv = LLVMAddGlobal(c->mod, LLVMTypeOf(init), nm);
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, true);
-    LLVMSetLinkage(gv, LLVMInternalLinkage);
-    return gv;
+    return internal_table(c, init, what);
 }
 
 /* NAME_vars: the tcrt_var table (runtime/include/tcrt.h), as the C
@@ -134,13 +134,7 @@ static LLVMValueRef var_table(CglCtx *c, const CgIo *vars, int n, LLVMTypeRef *r
     }
     LLVMValueRef init = LLVMConstArray2(*row_t, rows, (uint64_t)n);
     xx_free(rows);
-    char nm[160];
-    snprintf(nm, sizeof nm, "%s_vars", c->name);
-    LLVMValueRef gv = LLVMAddGlobal(c->mod, LLVMTypeOf(init), nm);
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, true);
-    LLVMSetLinkage(gv, LLVMInternalLinkage);
-    return gv;
+    return internal_table(c, init, "vars");
 }
 
 /* A new external function NAME_<suffix> with its entry block, builder at its end. */

@@ -301,25 +301,10 @@ static bool emit_graph(CglCtx *c, CglFn *f, const char *prefix)
             continue;
         LLVMValueRef t0 = NULL;
         int ki = -1;
-        if (prof) {
+        if (prof) { /* its name: an elementwise group's function name (below), else k<NNN>_<op> */
             ki = c->n_kernels++;
-            struct CglKernel *k = &c->kernels[ki];
-            k->node = n;
-            if (oi->kind == K_ELEM && n->n_regions == 0) {
-                CgcElemGroup grp;
-                memset(&grp, 0, sizeof grp);
-                if (!cg_elem_group_build(g, n, pos, &grp, c->st)) {
-                    ok = false;
-                    break;
-                }
-                size_t len = (size_t)snprintf(k->name, sizeof k->name, "k%03d", pos[n->id]);
-                for (int i = 0; i < grp.n_members && len + 16 < sizeof k->name; i++)
-                    len += (size_t)snprintf(k->name + len, sizeof k->name - len, "_%s",
-                                            ir_op_name(grp.members[i]->op));
-                cg_elem_group_free(&grp);
-            } else {
-                snprintf(k->name, sizeof k->name, "k%03d_%s", pos[n->id], oi->name);
-            }
+            c->kernels[ki].node = n;
+            snprintf(c->kernels[ki].name, sizeof c->kernels[ki].name, "k%03d_%s", pos[n->id], oi->name);
             t0 = LLVMBuildCall2(c->b, pb_t, pb, NULL, 0, "prof.t0");
         }
         if (n->n_regions > 0) {
@@ -334,6 +319,8 @@ static bool emit_graph(CglCtx *c, CglFn *f, const char *prefix)
             size_t len = (size_t)snprintf(name, sizeof name, "%sk%03d", prefix, pos[n->id]);
             for (int i = 0; i < grp.n_members && len + 16 < sizeof name; i++)
                 len += (size_t)snprintf(name + len, sizeof name - len, "_%s", ir_op_name(grp.members[i]->op));
+            if (prof)
+                snprintf(c->kernels[ki].name, sizeof c->kernels[ki].name, "%s", name);
             LLVMBasicBlockRef cur = LLVMGetInsertBlock(c->b);
             LLVMValueRef kfn = cgl_emit_elem(c, &grp, name);
             LLVMPositionBuilderAtEnd(c->b, cur);
