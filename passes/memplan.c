@@ -198,6 +198,27 @@ static bool has_no_buffer(const IrGraph *g, const IrNode *n)
     return n->op == OP_CONST || (g->parent && n->op == OP_ARG);
 }
 
+/* Whether conv n may write its output over its residual (input 3): a
+ * packed direct or Winograd f32 CONV2D (the CPU kernels of TCRT_CONV_PACKED,
+ * passes/pack.c) whose residual has a buffer of its own and is not also one
+ * of its other inputs (a conv reading x around a pixel must not see outputs
+ * stored over x). */
+static bool residual_in_place(const IrGraph *g, const IrNode *n, const bool *is_fused)
+{
+    if (n->op != OP_CONV2D || n->n_inputs != 4 || n->n_outputs != 1 || n->out[0].type.dtype != TCRT_F32)
+        return false;
+    int64_t pk = n->p.i[TCRT_CONV_PACKED];
+    if (pk != TCRT_CONV_PACK_DIRECT && pk != TCRT_CONV_PACK_WINO && pk != TCRT_CONV_PACK_WINO4)
+        return false;
+    IrValue r = n->inputs[3];
+    if (!r.node || has_no_buffer(g, r.node) || is_fused[r.node->id] || ir_value_type(r)->dtype != TCRT_F32)
+        return false;
+    for (int k = 0; k < 3; k++)
+        if (n->inputs[k].node == r.node)
+            return false;
+    return true;
+}
+
 /* Nodes with a workspace buffer: fast f32 CONV2D/MATMUL, region ops. */
 static bool has_workspace(const IrNode *n)
 {
@@ -435,6 +456,27 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
             in->start = 0;
             in->end = n_sched;
         }
+    }
+
+    /* In-place residual: a packed conv (direct or Winograd, on the CPU)
+     * whose residual input is not pinned, is last read by this conv and is
+     * no other input of it writes its output over the residual.  Its
+     * kernels read each residual element just before they store the output
+     * element in its place (fast_conv.c, ref_conv.c); a 1x1 conv at the
+     * end of a ResNet bottleneck then skips the write-allocate of a fresh
+     * output (docs/performance.md). */
+    IR_FOR_EACH(g, n)
+    {
+        if (!residual_in_place(g, n, is_fused))
+            continue;
+        Buf *in = &bufs[base[n->inputs[3].node->id] + n->inputs[3].index];
+        Buf *out = &bufs[base[n->id]];
+        while (in->alias)
+            in = in->alias;
+        if (in->is_pinned || out->is_pinned || in->end != pos[n->id] || in->size != out->size)
+            continue;
+        out->alias = in;
+        in->end = out->end;
     }
 
     /* Placement: largest first, best-fit gap among time-overlapping buffers. */

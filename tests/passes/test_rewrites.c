@@ -949,6 +949,80 @@ START_TEST(test_pipeline_disable_new_passes)
 }
 END_TEST
 
+/* ---- memplan: a packed conv's output over its residual ---- */
+
+/* x [1,2,2,16] (a feed), r = relu(x), then a conv 16 -> 16 (packed 1x1,
+ * Winograd 3x3 or unpacked 1x1 as `packed` says; zero weights: memplan
+ * reads no values) of `cx` with bias and residual
+ * `cr`, y = neg(conv) fetched, then `tail`.  Returns the
+ * planned graph; %4 is the conv, %1 the residual. */
+static IrGraph *inplace_graph(const char *cx, const char *cr, int packed, const char *fetches,
+                              const char *tail)
+{
+    static char hw[4 * 36 * 256 * 2 + 16], hb[4 * 16 * 2 + 16], text[80000];
+    static float w[36 * 256], b[16];
+    /* the filter's layout: HWIO, packed 1x1, or a 3x3 (pad 1) as Winograd's
+     * 4x4 or 6x6 transform */
+    int a = packed == TCRT_CONV_PACK_WINO ? 4 : packed == TCRT_CONV_PACK_WINO4 ? 6 : 1, pad = a > 1;
+    char wt[32];
+    if (packed)
+        snprintf(wt, sizeof wt, "f32[1,%d,%d,16,16]", a, a);
+    else
+        snprintf(wt, sizeof wt, "f32[1,1,16,16]");
+    snprintf(text, sizeof text,
+             "graph \"m\"\nfeed \"x\" %%0\nfetch \"y\" %%5\n%s"
+             "%%0 = arg() : f32[1,2,2,16]\n"
+             "%%1 = relu(%%0) : f32[1,2,2,16]\n"
+             "%%2 = const() : %s = %s\n"
+             "%%3 = const() : f32[16] = %s\n"
+             "%%4 = conv2d(%s, %%2, %%3, %s) {i=[1,1,1,1,%d,%d,%d,%d,0,0,%d,16]} : f32[1,2,2,16]\n"
+             "%%5 = neg(%%4) : f32[1,2,2,16]\n%s",
+             fetches, wt, hexf(hw, w, a * a * 256), hexf(hb, b, 16), cx, cr, pad, pad, pad, pad, packed,
+             tail);
+    IrGraph *g = parse(text);
+    run_pass(g, pass_memplan);
+    return g;
+}
+
+static int64_t offset_of(const IrGraph *g, int id)
+{
+    IR_FOR_EACH(g, n)
+    {
+        if (n->id == id)
+            return n->out[0].offset;
+    }
+    ck_abort_msg("no node %%%d", id);
+    return -1;
+}
+
+START_TEST(test_memplan_residual_in_place)
+{
+    /* r dies at the packed conv: the output takes its buffer (direct and
+     * Winograd layouts alike) */
+    for (int pk = TCRT_CONV_PACK_DIRECT; pk <= TCRT_CONV_PACK_WINO4; pk++) {
+        IrGraph *g = inplace_graph("%0", "%1", pk, "", "");
+        ck_assert_int_eq(offset_of(g, 4), offset_of(g, 1));
+        ir_graph_free(g);
+    }
+    /* not when r is fetched, read after the conv, also the conv's input,
+     * or the conv is not packed (the unpacked path adds the residual after
+     * its GEMM has written the output) */
+    IrGraph *g = inplace_graph("%0", "%1", TCRT_CONV_PACK_DIRECT, "fetch \"r\" %1\n", "");
+    ck_assert_int_ne(offset_of(g, 4), offset_of(g, 1));
+    ir_graph_free(g);
+    g = inplace_graph("%0", "%1", TCRT_CONV_PACK_DIRECT, "fetch \"z\" %6\n",
+                      "%6 = add(%5, %1) : f32[1,2,2,16]\n");
+    ck_assert_int_ne(offset_of(g, 4), offset_of(g, 1));
+    ir_graph_free(g);
+    g = inplace_graph("%1", "%1", TCRT_CONV_PACK_DIRECT, "", "");
+    ck_assert_int_ne(offset_of(g, 4), offset_of(g, 1));
+    ir_graph_free(g);
+    g = inplace_graph("%0", "%1", 0, "", "");
+    ck_assert_int_ne(offset_of(g, 4), offset_of(g, 1));
+    ir_graph_free(g);
+}
+END_TEST
+
 static Suite *rewrites_suite(void)
 {
     Suite *s = suite_create("rewrites");
@@ -969,6 +1043,7 @@ static Suite *rewrites_suite(void)
     tcase_add_test(tc, test_winograd_pass);
     tcase_add_test(tc, test_dwfuse_pass);
     tcase_add_test(tc, test_dwfuse_no_bias);
+    tcase_add_test(tc, test_memplan_residual_in_place);
     tcase_add_test(tc, test_conv_shape_rule_errors);
     tcase_add_test(tc, test_pipeline_regions);
     tcase_add_test(tc, test_pipeline_disable_new_passes);

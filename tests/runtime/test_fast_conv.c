@@ -81,6 +81,10 @@ static bool unpacked_mode;
  * (tcrt_pack_conv_wino, TCRT_CONV_PACK_WINO or WINO4); the oracle stays the
  * reference conv on the HWIO weights. */
 static int wino_mode;
+/* When set, a case with a residual passes the output buffer as the
+ * residual too, filled with the residual's values (the memory planner's
+ * in-place residual, passes/memplan.c). */
+static bool inplace_mode;
 
 /* Runs case c with the current ISA cap and thread count; checks every output. */
 static void run_conv(const ConvCase *c, const char *what)
@@ -153,10 +157,24 @@ static void run_conv(const ConvCase *c, const char *what)
     out[1].dims[0] = (int64_t)ws;
     for (int64_t i = 0; i < ny; i++)
         got[i] = NAN;
+    if (inplace_mode && c->res) {
+        memcpy(got, res, (size_t)ny * sizeof(float));
+        in[3].data = got;
+    }
     ck_assert_int_eq(tcrt_fast_conv2d(in, n_in, out, 2, &p), TCRT_OK);
     for (int64_t i = 0; i < ny; i++)
         ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i]), "%s [%lld]: got %.7g want %.7g", what,
                       (long long)i, got[i], ref[i]);
+    if (inplace_mode && c->res && c->cin * c->cout * ny <= 200000) {
+        /* the reference kernel (every fallback) in place too */
+        memcpy(got, res, (size_t)ny * sizeof(float));
+        ck_assert_int_eq(tcrt_ref_conv2d(in, n_in, out, 1, &p), TCRT_OK);
+        for (int64_t i = 0; i < ny; i++)
+            ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i]),
+                          "%s, reference in place [%lld]: got %.7g want %.7g", what, (long long)i, got[i],
+                          ref[i]);
+        in[3].data = res;
+    }
     if (wino_mode && c->cin * c->cout * ny <= 200000) {
         /* the reference kernel reads Winograd-packed weights too (the
          * fallback of a missing workspace) */
@@ -318,6 +336,49 @@ START_TEST(conv_unpacked_residual)
         }
     unpacked_mode = false;
     tcrt_set_threads(1);
+}
+END_TEST
+
+/* The output in the residual's buffer (passes/memplan.c plans a packed
+ * conv's output over a residual it reads last): every packed path reads a
+ * residual element before it stores the output element in its place:
+ * tile-major 1x1 and 3x3, Cout-block-major with the taps that would be
+ * split into groups (partial sums would overwrite the residual: the kernel
+ * does not split them then), the thin and narrow direct loops, the stem
+ * loop, Winograd F(2x2) and F(4x4), short last tiles; each ISA, 1 and 2
+ * threads, and the reference kernel. */
+START_TEST(conv_residual_in_place)
+{
+    static const struct {
+        const char *name;
+        ConvCase c;
+        int wino;
+    } cases[] = {
+        /* n  h   w  cin kh kw cout sh sw dh dw pt pl pb pr bias res act */
+        {"1x1 bottleneck", {1, 14, 14, 64, 1, 1, 256, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU}, 0},
+        {"3x3 tile major", {2, 9, 10, 40, 3, 3, 200, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}, 0},
+        {"deep taps split", {1, 4, 5, 1024, 3, 3, 80, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}, 0},
+        {"deep split cout 24",
+         {1, 4, 5, 1100, 3, 3, 24, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_NONE},
+         0},
+        {"short tile split", {1, 1, 3, 1100, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}, 0},
+        {"thin 1x1", {1, 16, 16, 8, 1, 1, 8, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU}, 0},
+        {"thin cout 5", {1, 9, 7, 3, 3, 3, 5, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_LEAKY}, 0},
+        {"narrow cout 2", {1, 12, 9, 16, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_NONE}, 0},
+        {"stem", {2, 7, 21, 2, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}, 0},
+        {"winograd F2", {2, 8, 8, 64, 3, 3, 64, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}, 2},
+        {"winograd F4", {1, 14, 14, 64, 3, 3, 130, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}, 4},
+        {"winograd F4 odd",
+         {1, 11, 13, 33, 3, 3, 100, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6},
+         4},
+    };
+    inplace_mode = true;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wino_mode = cases[i].wino;
+        run_conv_all(&cases[i].c, cases[i].name);
+    }
+    wino_mode = 0;
+    inplace_mode = false;
 }
 END_TEST
 
@@ -883,6 +944,7 @@ int main(void)
     tcase_add_test(tc, conv_stem);
     tcase_add_test(tc, conv_random);
     tcase_add_test(tc, conv_winograd);
+    tcase_add_test(tc, conv_residual_in_place);
     tcase_add_test(tc, conv_dwblock);
     tcase_add_test(tc, conv_transpose_fast);
     tcase_add_test(tc, conv_narrow);
