@@ -15,6 +15,7 @@
 //     engine at every thread count, one after the other (tfcc, ORT, torch for T=1, then the same for T=2);
 //     K rounds; reported: the median over rounds of the per-round medians ("median of medians").
 //     Each peer's output is compared with tfcc's (and with the export's or corpus' reference output).
+// Settling: before every measurement the harness waits (at most 500 ms) for 30 ms of idle CPUs.
 // Busy detection: around every measurement, /proc/stat's busy CPU time minus the CPU time of this
 //     process, its reaped children (the tfcc executable) and the measured peer = CPU used by OTHER
 //     processes, in cores. A 2-thread row whose median is above --busy (default 0.2 cores) is flagged
@@ -108,6 +109,17 @@ function procTicks(pid, children) {
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ').map(Number);
     return f[11] + f[12] + (children ? f[13] + f[14] : 0);
   } catch (e) { return 0; }
+}
+// Waits (at most 500 ms) until the CPUs have been idle for 30 ms (at most one 10 ms tick busy), so that
+// an engine's measurement does not start while the previous one's threads still run: ONNX Runtime's pool
+// threads spin for some 40 ms after a 2-thread run returns, which took a core from the next engine.
+async function settle() {
+  const t0 = Date.now();
+  while (Date.now() - t0 < 500) {
+    const b0 = cpuBusyTicks();
+    await new Promise((r) => setTimeout(r, 30));
+    if (cpuBusyTicks() - b0 <= 1) return;
+  }
 }
 function vmHWM(pid) {
   try { const m = /VmHWM:\s*(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8')); return m ? Number(m[1]) * 1024 : NaN; } catch (e) { return NaN; }
@@ -278,6 +290,7 @@ async function benchModel(a, m) {
   const outDir = (key, t) => path.join(a.work, 'out', m.name, `${key}_t${t}`);
   const add = (key, t, v) => { const k = `${key}@${t}`; (res.rows[k] = res.rows[k] || { ms: [], others: [], err: null }); if (v.err) res.rows[k].err = v.err; else { res.rows[k].ms.push(v.ms); res.rows[k].others.push(v.others); } };
   const once = async (key, pe, t) => {
+    await settle();
     const dir = outDir(key, pe && pe.threads === 1 ? 1 : t); fs.mkdirSync(dir, { recursive: true });
     if (key === 'tfcc') {
       const x = await measured(async () => runExe(m.exe, m.feeds, dir, ['--repeat', String(a.repeat), '--threads', String(t)]));

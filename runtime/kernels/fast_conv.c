@@ -1002,12 +1002,20 @@ static void thin_row(const Direct *q, int64_t n, int64_t oh, int64_t k0, int64_t
  * inputs and weights are contiguous, so they run as one loop.  Pixels whose
  * window leaves the input go one at a time with their columns checked.
  * Measured: see docs/performance.md. */
-enum { STEM_MAX_CIN = 4, STEM_MAX_K = 100 };
+enum { STEM_MAX_CIN = 4, STEM_MAX_K = 100, STEM_MAX_K_AVX512 = 23 };
 
+/* With the AVX-512 micro-kernel (6 x 64 tiles, 16 lanes) the packed path
+ * in patch mode beats this 8-lane loop from 24 values per output on
+ * (measured, 1 thread, min of 200, stem -> packed: 3x3 s2 3 -> 32 at
+ * 224x224 0.392 -> 0.274-0.323 ms, 3x3 3 -> 32 at 128x128 0.50 -> 0.36,
+ * 5x5 s2 3 -> 24 at 256x256 0.98 -> 0.71, 3x3 s2 4 -> 48 0.73 -> 0.45,
+ * 5x5 1 -> 64 at 128x128 0.99 -> 0.68; 3x3 s2 3 -> 16 ties), but not below
+ * it (3x3 1 -> 32 0.26 -> 0.37, 3x3 2 -> 16 s2 0.20 -> 0.22). */
 static bool stem_applies(const PConv *g)
 {
-    return g->C <= STEM_MAX_CIN && g->O >= TCRT_PACK_NR && g->O % NV == 0 &&
-           g->KH * g->KW * g->C <= STEM_MAX_K;
+    int64_t k = g->KH * g->KW * g->C;
+    return g->C <= STEM_MAX_CIN && g->O >= TCRT_PACK_NR && g->O % NV == 0 && k <= STEM_MAX_K &&
+           (k <= STEM_MAX_K_AVX512 || tcrt_kern_isa() < TCRT_ISA_AVX512);
 }
 
 /* act(a + bias + res) of one pixel's 16 channels at y (res: NULL or the

@@ -345,6 +345,33 @@ tr_rows_n(const Transpose *q, int64_t xo, int64_t yo, int64_t a0, int64_t a1, in
     }
 }
 
+/* NCHW -> NHWC of a 3-channel image: output rows [a0, a1) (pixels), 8 at a
+ * time as three 8-lane loads (one per channel plane) interleaved by
+ * shuffles into three stores (the scalar loop ran MobileNetV2's 224x224x3
+ * input at 0.14 ms); the tail as tr_rows_n. */
+static void tr_rows_3(const Transpose *q, int64_t xo, int64_t yo, int64_t a0, int64_t a1, int64_t s)
+{
+    typedef int32_t vi __attribute__((vector_size(RS_VL * sizeof(int32_t))));
+    int64_t i = a0;
+    if (q->ost_a == 3)
+        for (; i + RS_VL <= a1; i += RS_VL) {
+            const float *x = q->x + xo + i;
+            vf r, g, b;
+            memcpy(&r, x, sizeof r);
+            memcpy(&g, x + s, sizeof g);
+            memcpy(&b, x + 2 * s, sizeof b);
+            /* [r0 g0 b0 r1 g1 b1 r2 g2] [b2 r3 g3 b3 r4 g4 b4 r5] [g5 b5 r6 g6 b6 r7 g7 b7] */
+            vf t0 = __builtin_shuffle(r, g, (vi){0, 8, 0, 1, 9, 0, 2, 10});
+            vf t1 = __builtin_shuffle(r, g, (vi){0, 3, 11, 0, 4, 12, 0, 5});
+            vf t2 = __builtin_shuffle(r, g, (vi){13, 0, 6, 14, 0, 7, 15, 0});
+            vf o[3] = {__builtin_shuffle(t0, b, (vi){0, 1, 8, 3, 4, 9, 6, 7}),
+                       __builtin_shuffle(t1, b, (vi){10, 1, 2, 11, 4, 5, 12, 7}),
+                       __builtin_shuffle(t2, b, (vi){0, 13, 2, 3, 14, 5, 6, 15})};
+            memcpy(q->y + yo + i * 3, o, sizeof o);
+        }
+    tr_rows_n(q, xo, yo, i, a1, s, 3);
+}
+
 static void tr_task(void *ctx, int64_t task, int tid)
 {
     (void)tid;
@@ -370,7 +397,7 @@ static void tr_task(void *ctx, int64_t task, int tid)
         int64_t a1 = a0 + TR_BLOCK < q->dims[q->a] ? a0 + TR_BLOCK : q->dims[q->a];
         switch (n) {
         case 3: /* NCHW -> NHWC of an RGB image */
-            tr_rows_n(q, xo, yo, a0, a1, s, 3);
+            tr_rows_3(q, xo, yo, a0, a1, s);
             break;
         case 4:
             tr_rows_n(q, xo, yo, a0, a1, s, 4);

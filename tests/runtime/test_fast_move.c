@@ -305,6 +305,11 @@ START_TEST(transpose_shapes)
     for (int t = 1; t <= 2; t++) {
         tcrt_set_threads(t);
         tr_case(4, (int64_t[]){1, 3, 224, 224}, (int[]){0, 2, 3, 1}, "NCHW -> NHWC");
+        /* 3 channels: whole 8-pixel groups and tails in each 64-pixel run,
+         * two images; and 3 columns whose output rows are not 3 apart */
+        tr_case(4, (int64_t[]){2, 3, 13, 11}, (int[]){0, 2, 3, 1}, "NCHW -> NHWC 13x11 N2");
+        tr_case(4, (int64_t[]){1, 3, 1, 7}, (int[]){0, 2, 3, 1}, "NCHW -> NHWC 7 pixels");
+        tr_case(3, (int64_t[]){3, 5, 70}, (int[]){2, 1, 0}, "3 columns, rows 15 apart");
         tr_case(4, (int64_t[]){2, 56, 56, 24}, (int[]){0, 3, 1, 2}, "NHWC -> NCHW");
         tr_case(2, (int64_t[]){300, 517}, (int[]){1, 0}, "matrix");
         tr_case(5, (int64_t[]){3, 17, 1, 40, 33}, (int[]){4, 2, 0, 3, 1}, "rank 5");
