@@ -556,6 +556,17 @@ static void conv_task_tiles(void *ctx, int64_t task, int tid)
     float *patch = j->patch ? j->patch + (int64_t)tid * patch_floats(j->g) : NULL;
     Pix at = pix_at(j->g, t0 * j->k.mr);
     for (int64_t t = t0; t < t1; t++, pix_advance(j->g, &at, j->k.mr)) {
+        /* the next tile's residual rows (the output's buffer when the
+         * memory plan put it there), fetched for writing while this tile
+         * runs: measured, 1 thread, caches flushed by reading 600 MB, 1x1
+         * 64 -> 256 at 56x56 with the residual in place 1.09-1.10 ->
+         * 1.00-1.01 ms (min of 20), 128 -> 512 at 28x28 0.87-0.90 -> 0.83-0.88 */
+        if (j->g->res && t + 1 < j->tiles) {
+            const char *r = (const char *)(j->g->res + (t + 1) * j->k.mr * j->g->O);
+            int64_t nb = tile_rows(j, t + 1) * j->g->O * (int64_t)sizeof(float);
+            for (int64_t o = 0; o < nb; o += 64)
+                __builtin_prefetch(r + o, 1, 2);
+        }
         bool rows = conv_pointers(j, at, tile_rows(j, t), 0, j->taps, patch, ind);
         for (int64_t cb = 0; cb < j->cblocks; cb++)
             conv_tile(j, t, cb, 0, j->taps, ind, rows, NULL, 0);
