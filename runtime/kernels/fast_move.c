@@ -351,7 +351,6 @@ tr_rows_n(const Transpose *q, int64_t xo, int64_t yo, int64_t a0, int64_t a1, in
  * input at 0.14 ms); the tail as tr_rows_n. */
 static void tr_rows_3(const Transpose *q, int64_t xo, int64_t yo, int64_t a0, int64_t a1, int64_t s)
 {
-    typedef int32_t vi __attribute__((vector_size(RS_VL * sizeof(int32_t))));
     int64_t i = a0;
     if (q->ost_a == 3)
         for (; i + RS_VL <= a1; i += RS_VL) {
@@ -361,12 +360,12 @@ static void tr_rows_3(const Transpose *q, int64_t xo, int64_t yo, int64_t a0, in
             memcpy(&g, x + s, sizeof g);
             memcpy(&b, x + 2 * s, sizeof b);
             /* [r0 g0 b0 r1 g1 b1 r2 g2] [b2 r3 g3 b3 r4 g4 b4 r5] [g5 b5 r6 g6 b6 r7 g7 b7] */
-            vf t0 = __builtin_shuffle(r, g, (vi){0, 8, 0, 1, 9, 0, 2, 10});
-            vf t1 = __builtin_shuffle(r, g, (vi){0, 3, 11, 0, 4, 12, 0, 5});
-            vf t2 = __builtin_shuffle(r, g, (vi){13, 0, 6, 14, 0, 7, 15, 0});
-            vf o[3] = {__builtin_shuffle(t0, b, (vi){0, 1, 8, 3, 4, 9, 6, 7}),
-                       __builtin_shuffle(t1, b, (vi){10, 1, 2, 11, 4, 5, 12, 7}),
-                       __builtin_shuffle(t2, b, (vi){0, 13, 2, 3, 14, 5, 6, 15})};
+            vf t0 = __builtin_shufflevector(r, g, 0, 8, 0, 1, 9, 0, 2, 10);
+            vf t1 = __builtin_shufflevector(r, g, 0, 3, 11, 0, 4, 12, 0, 5);
+            vf t2 = __builtin_shufflevector(r, g, 13, 0, 6, 14, 0, 7, 15, 0);
+            vf o[3] = {__builtin_shufflevector(t0, b, 0, 1, 8, 3, 4, 9, 6, 7),
+                       __builtin_shufflevector(t1, b, 10, 1, 2, 11, 4, 5, 12, 7),
+                       __builtin_shufflevector(t2, b, 0, 13, 2, 3, 14, 5, 6, 15)};
             memcpy(q->y + yo + i * 3, o, sizeof o);
         }
     tr_rows_n(q, xo, yo, i, a1, s, 3);
