@@ -198,6 +198,22 @@ static bool has_no_buffer(const IrGraph *g, const IrNode *n)
     return n->op == OP_CONST || (g->parent && n->op == OP_ARG);
 }
 
+/* Makes out share the buffer of in (through in's aliases: their root) when
+ * that root is not pinned, has out's size and dies at position at (its last
+ * reader is out's producer): the root's lifetime then extends to out's end.
+ * Returns the root, or NULL when they do not share. */
+static Buf *share_dying(Buf *out, Buf *in, int at)
+{
+    while (in->alias)
+        in = in->alias;
+    if (in->is_pinned || in->end != at || in->size != out->size)
+        return NULL;
+    out->alias = in;
+    if (out->end > in->end)
+        in->end = out->end;
+    return in;
+}
+
 /* Whether conv n may write its output over its residual (input 3): a
  * packed direct or Winograd f32 CONV2D (the CPU kernels of TCRT_CONV_PACKED,
  * passes/pack.c) whose residual has a buffer of its own and is not also one
@@ -442,16 +458,9 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
     IR_FOR_EACH(g, n) {
         if (n->op != OP_COPY || has_no_buffer(g, n->inputs[0].node) || is_fused[n->inputs[0].node->id])
             continue;
-        Buf *in = &bufs[base[n->inputs[0].node->id] + n->inputs[0].index];
         Buf *out = &bufs[base[n->id]];
-        while (in->alias)
-            in = in->alias;
-        if (in->is_pinned || in->end != pos[n->id] || in->size != out->size)
-            continue;
-        out->alias = in;
-        if (out->end > in->end)
-            in->end = out->end;
-        if (out->is_pinned) {
+        Buf *in = share_dying(out, &bufs[base[n->inputs[0].node->id] + n->inputs[0].index], pos[n->id]);
+        if (in && out->is_pinned) {
             in->is_pinned = true;
             in->start = 0;
             in->end = n_sched;
@@ -469,14 +478,9 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
     {
         if (!residual_in_place(g, n, is_fused))
             continue;
-        Buf *in = &bufs[base[n->inputs[3].node->id] + n->inputs[3].index];
         Buf *out = &bufs[base[n->id]];
-        while (in->alias)
-            in = in->alias;
-        if (in->is_pinned || out->is_pinned || in->end != pos[n->id] || in->size != out->size)
-            continue;
-        out->alias = in;
-        in->end = out->end;
+        if (!out->is_pinned)
+            share_dying(out, &bufs[base[n->inputs[3].node->id] + n->inputs[3].index], pos[n->id]);
     }
 
     /* Placement: largest first, best-fit gap among time-overlapping buffers. */

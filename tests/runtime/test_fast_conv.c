@@ -86,6 +86,16 @@ static int wino_mode;
  * in-place residual, passes/memplan.c). */
 static bool inplace_mode;
 
+/* Every output of got against the oracle ref within the tolerance of its
+ * magnitude mag; part names the run in the message after what. */
+static void check_out(const float *got, const float *ref, const float *mag, int64_t ny, const char *what,
+                      const char *part)
+{
+    for (int64_t i = 0; i < ny; i++)
+        ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i]), "%s%s [%lld]: got %.7g want %.7g", what,
+                      part, (long long)i, got[i], ref[i]);
+}
+
 /* Runs case c with the current ISA cap and thread count; checks every output. */
 static void run_conv(const ConvCase *c, const char *what)
 {
@@ -162,17 +172,14 @@ static void run_conv(const ConvCase *c, const char *what)
         in[3].data = got;
     }
     ck_assert_int_eq(tcrt_fast_conv2d(in, n_in, out, 2, &p), TCRT_OK);
-    for (int64_t i = 0; i < ny; i++)
-        ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i]), "%s [%lld]: got %.7g want %.7g", what,
-                      (long long)i, got[i], ref[i]);
-    if (inplace_mode && c->res && c->cin * c->cout * ny <= 200000) {
-        /* the reference kernel (every fallback) in place too */
-        memcpy(got, res, (size_t)ny * sizeof(float));
-        ck_assert_int_eq(tcrt_ref_conv2d(in, n_in, out, 1, &p), TCRT_OK);
-        for (int64_t i = 0; i < ny; i++)
-            ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i]),
-                          "%s, reference in place [%lld]: got %.7g want %.7g", what, (long long)i, got[i],
-                          ref[i]);
+    check_out(got, ref, mag, ny, what, "");
+    if (inplace_mode && c->res) {
+        if (c->cin * c->cout * ny <= 200000) {
+            /* the reference kernel (every fallback) in place too */
+            memcpy(got, res, (size_t)ny * sizeof(float));
+            ck_assert_int_eq(tcrt_ref_conv2d(in, n_in, out, 1, &p), TCRT_OK);
+            check_out(got, ref, mag, ny, what, ", reference in place");
+        }
         in[3].data = res;
     }
     if (wino_mode && c->cin * c->cout * ny <= 200000) {
@@ -181,11 +188,7 @@ static void run_conv(const ConvCase *c, const char *what)
         for (int64_t i = 0; i < ny; i++)
             got[i] = NAN;
         ck_assert_int_eq(tcrt_ref_conv2d(in, n_in, out, 1, &p), TCRT_OK);
-        for (int64_t i = 0; i < ny; i++)
-            ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-4f * (1 + mag[i]),
-                          "%s, reference on U [%lld]: got %.7g "
-                          "want %.7g",
-                          what, (long long)i, got[i], ref[i]);
+        check_out(got, ref, mag, ny, what, ", reference on U");
     }
     free(out[1].data), free(x), free(w), free(bias), free(res), free(ref), free(got), free(mag), free(pw);
     free(ax), free(aw);
