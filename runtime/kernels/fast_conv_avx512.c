@@ -26,6 +26,7 @@
 #include <immintrin.h>
 
 #define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define ROWS7(X) ROWS6(X) X(6)
 
 /* Prefetch lines of the caller's stream per 16 k steps: as many as cover
  * its bytes over the call (at least 2, at most PF_MAX_LINES).  With two per
@@ -71,10 +72,13 @@ static inline __attribute__((always_inline)) void store_row(const __m512 *acc, i
     }
 }
 
-static inline __attribute__((always_inline)) void kern6(int np, int64_t mr, int64_t nc, int64_t taps,
-                                                        int64_t kc, const float *const *ind, const float *b,
-                                                        int64_t pstride, float *c, int64_t ldc,
-                                                        const TcrtKernEpi *epi)
+/* The conv kernel: MR rows (6 or 7) x np 16-column panels (MR 6: up to 4,
+ * MR 7: up to 3; 28 accumulators would leave no register for the B row
+ * and the broadcast). */
+static inline __attribute__((always_inline)) void kern(int MR, int np, int64_t mr, int64_t nc, int64_t taps,
+                                                       int64_t kc, const float *const *ind, const float *b,
+                                                       int64_t pstride, float *c, int64_t ldc,
+                                                       const TcrtKernEpi *epi)
 {
     __mmask16 m[4];
     for (int q = 0; q < 4; q++)
@@ -82,14 +86,14 @@ static inline __attribute__((always_inline)) void kern6(int np, int64_t mr, int6
         /* cR[q]: row R, panel q; arrays indexed only by constants after inlining */
 #define DECL(r)                                                                                              \
     __m512 c##r[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    ROWS6(DECL)
+    ROWS7(DECL)
 #undef DECL
     if (epi->load_c) {
 #define LOADC(r)                                                                                             \
-    if (r < mr)                                                                                              \
+    if (r < MR && r < mr)                                                                                    \
         for (int q = 0; q < np; q++)                                                                         \
             c##r[q] = _mm512_maskz_loadu_ps(m[q], c + r * ldc + 16 * q);
-        ROWS6(LOADC)
+        ROWS7(LOADC)
 #undef LOADC
     }
     const float *bp = b;
@@ -103,7 +107,7 @@ static inline __attribute__((always_inline)) void kern6(int np, int64_t mr, int6
                 want = iters > 0 ? ((epi->pf_bytes + 63) / 64 + iters - 1) / iters : 2;
         npf = want < 2 ? 2 : want > PF_MAX_LINES ? PF_MAX_LINES : (int)want;
     }
-/* one k step: B row kk of the np panels, A column kk of the six rows */
+/* one k step: B row kk of the np panels, A column kk of the MR rows */
 #define STEP(kk)                                                                                             \
     {                                                                                                        \
         int64_t kk_ = (kk);                                                                                  \
@@ -111,10 +115,10 @@ static inline __attribute__((always_inline)) void kern6(int np, int64_t mr, int6
         __m512 b1 = np > 1 ? _mm512_loadu_ps(bp + pstride) : b0;                                             \
         __m512 b2 = np > 2 ? _mm512_loadu_ps(bp + 2 * pstride) : b0;                                         \
         __m512 b3 = np > 3 ? _mm512_loadu_ps(bp + 3 * pstride) : b0;                                         \
-        ROWS6(FMA_ROW)                                                                                       \
+        ROWS7(FMA_ROW)                                                                                       \
     }
 #define FMA_ROW(r)                                                                                           \
-    {                                                                                                        \
+    if (r < MR) {                                                                                            \
         __m512 av = _mm512_set1_ps(a##r[kk_]);                                                               \
         c##r[0] = _mm512_fmadd_ps(av, b0, c##r[0]);                                                          \
         if (np > 1)                                                                                          \
@@ -124,9 +128,9 @@ static inline __attribute__((always_inline)) void kern6(int np, int64_t mr, int6
         if (np > 3)                                                                                          \
             c##r[3] = _mm512_fmadd_ps(av, b3, c##r[3]);                                                      \
     }
-    for (int64_t t = 0; t < taps; t++, ind += TCRT_AVX512_MR) {
-#define LOADP(r) const float *a##r = ind[r];
-        ROWS6(LOADP)
+    for (int64_t t = 0; t < taps; t++, ind += MR) {
+#define LOADP(r) const float *a##r = r < MR ? ind[r] : NULL;
+        ROWS7(LOADP)
 #undef LOADP
         int64_t k = 0;
         /* unrolled by 16 (measured 10-15% faster than the plain loop) */
@@ -149,47 +153,50 @@ static inline __attribute__((always_inline)) void kern6(int np, int64_t mr, int6
     for (int q = 0; q < 4; q++)
         bias[q] = e->bias && q < np ? _mm512_maskz_loadu_ps(m[q], e->bias + 16 * q) : _mm512_setzero_ps();
 #define STORE(r)                                                                                             \
-    if (r < mr)                                                                                              \
+    if (r < MR && r < mr)                                                                                    \
         store_row(c##r, np, bias, m, c + r * ldc, e->res ? e->res + r * e->ldr : NULL, e);
-    ROWS6(STORE)
+    ROWS7(STORE)
 #undef STORE
 }
 
-static void kern6x16(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
-                     const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
-{
-    kern6(1, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
-}
-
-static void kern6x32(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
-                     const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
-{
-    kern6(2, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
-}
-
-static void kern6x48(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
-                     const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
-{
-    kern6(3, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
-}
-
-static void kern6x64(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
-                     const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
-{
-    kern6(4, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
-}
+#define KERN(MR, np)                                                                                         \
+    static void kern##MR##x##np(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,   \
+                                const float *b, int64_t pstride, float *c, int64_t ldc,                      \
+                                const TcrtKernEpi *epi)                                                      \
+    {                                                                                                        \
+        kern(MR, np, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);                                        \
+    }
+KERN(6, 1)
+KERN(6, 2)
+KERN(6, 3)
+KERN(6, 4)
+KERN(7, 1)
+KERN(7, 2)
+KERN(7, 3)
+#undef KERN
 
 void tcrt_ukernel_avx512(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                          const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
 {
     if (nc > 48)
-        kern6x64(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
+        kern6x4(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
     else if (nc > 32)
-        kern6x48(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
+        kern6x3(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
     else if (nc > 16)
-        kern6x32(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
+        kern6x2(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
     else
-        kern6x16(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
+        kern6x1(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
+}
+
+void tcrt_ukernel_avx512_r7(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                            const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
+{
+    if (nc > 32)
+        kern7x3(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
+    else if (nc > 16)
+        kern7x2(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
+    else
+        kern7x1(mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
 }
 
 /* ---- packed GEMM ---- */

@@ -91,12 +91,17 @@ typedef void (*tcrt_gemm_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a,
 #define TCRT_AVX2_CONV_NR 64
 #define TCRT_AVX512_MR 6
 #define TCRT_AVX512_NR 64
-#define TCRT_KERN_MAX_MR 6
+#define TCRT_AVX512_R7_MR 7
+#define TCRT_AVX512_R7_NR 48
+#define TCRT_KERN_MAX_MR 7
 
 void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                        const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
 void tcrt_ukernel_avx512(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                          const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
+/* 7 x 48 (tcrt_conv_rows picks it where 7-row tiles waste fewer rows). */
+void tcrt_ukernel_avx512_r7(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                            const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
 
 void tcrt_gemm_avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                     const TcrtKernEpi *epi);
@@ -104,6 +109,10 @@ void tcrt_gemm_avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const 
                       int64_t ldc, const TcrtKernEpi *epi);
 /* AVX-512: 6 rows of A (row stride lda), columns [0, kc), packed as [kc][6]. */
 void tcrt_pack_a6_avx512(const float *a, int64_t lda, int64_t kc, float *dst);
+
+/* Rows per tile of the packed direct conv over pixels output pixels on the
+ * current ISA (7 where tcrt_ukernel_avx512_r7 is taken); for tests. */
+int64_t tcrt_conv_tile_rows(int64_t pixels);
 
 /* The ISA the kernels use: the best one the CPU supports, capped by the
  * build's runtime_isa option and by tcrt_kern_force_isa. */

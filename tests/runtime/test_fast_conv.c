@@ -385,6 +385,61 @@ START_TEST(conv_residual_in_place)
 }
 END_TEST
 
+/* The AVX-512 7 x 48 kernel, which the packed direct conv takes where
+ * 7-row tiles waste fewer rows (tcrt_conv_tile_rows): each column count of
+ * its last block (16, 32, 48 and remainders of 4 and 8), last tiles of 4
+ * and 6 rows, tiles across images, tile-major and Cout-block-major orders
+ * with the taps split, merged kernel rows of a 3-channel 7x7 stride-2 conv
+ * (patch mode), bias, residual (also in place) and each activation; every
+ * ISA runs them (the others on their own tiles).  The rule itself: 7x7 and
+ * 5x5 maps take 7 rows, 56x56 and 14x14 keep 6. */
+START_TEST(conv_seven_rows)
+{
+    static const struct {
+        const char *name;
+        ConvCase c;
+        int64_t pixels;
+    } cases[] = {
+        /* n  h   w  cin kh kw cout sh sw dh dw pt pl pb pr bias res act */
+        {"7x7 cout 16", {1, 7, 7, 64, 1, 1, 16, 1, 1, 1, 1, 0, 0, 0, 0, true, false, TCRT_ACT_RELU}, 49},
+        {"7x7 cout 32", {1, 7, 7, 40, 1, 1, 32, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_NONE}, 49},
+        {"7x7 cout 48", {1, 7, 7, 33, 3, 3, 48, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}, 49},
+        {"7x7 cout 100", {1, 7, 7, 64, 1, 1, 100, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_LEAKY}, 49},
+        {"7x7 cout 200", {1, 7, 7, 70, 3, 3, 200, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}, 49},
+        {"5x5 last tile 4", {1, 5, 5, 40, 3, 3, 64, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}, 25},
+        {"1x13 last tile 6",
+         {1, 1, 13, 24, 1, 3, 56, 1, 1, 1, 1, 0, 1, 0, 1, true, false, TCRT_ACT_NONE},
+         13},
+        {"N=2 7x7", {2, 7, 7, 48, 3, 3, 96, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}, 98},
+        {"7x7 taps split", {1, 7, 7, 1100, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_RELU}, 49},
+        {"7x7 split residual",
+         {1, 7, 7, 1024, 3, 3, 100, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6},
+         49},
+        {"7x7 s2 cin 3", {1, 13, 13, 3, 7, 7, 64, 2, 2, 1, 1, 3, 3, 3, 3, true, false, TCRT_ACT_RELU}, 49},
+    };
+    static const int64_t six[] = {3136, 784, 196, 6, 12};
+    if (tcrt_kern_isa_supported(TCRT_ISA_AVX512)) {
+        int prev = tcrt_kern_force_isa(TCRT_ISA_AVX512);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            ck_assert_int_eq(tcrt_conv_tile_rows(cases[i].pixels), 7);
+        for (size_t i = 0; i < sizeof six / sizeof six[0]; i++)
+            ck_assert_int_eq(tcrt_conv_tile_rows(six[i]), 6);
+        tcrt_kern_force_isa(prev);
+    }
+    for (int inplace = 0; inplace <= 1; inplace++) {
+        inplace_mode = inplace;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (inplace && !cases[i].c.res)
+                continue;
+            char what[80];
+            snprintf(what, sizeof what, "%s%s", cases[i].name, inplace ? " in place" : "");
+            run_conv_all(&cases[i].c, what);
+        }
+    }
+    inplace_mode = false;
+}
+END_TEST
+
 /* Winograd F(2x2,3x3) and F(4x4,3x3) (TCRT_CONV_PACK_WINO, WINO4) against
  * the direct reference:
  * odd and even output sizes (tiles cut by the last row and column), SAME,
@@ -948,6 +1003,7 @@ int main(void)
     tcase_add_test(tc, conv_random);
     tcase_add_test(tc, conv_winograd);
     tcase_add_test(tc, conv_residual_in_place);
+    tcase_add_test(tc, conv_seven_rows);
     tcase_add_test(tc, conv_dwblock);
     tcase_add_test(tc, conv_transpose_fast);
     tcase_add_test(tc, conv_narrow);
