@@ -463,9 +463,14 @@ static void conv_patch_pointers(const ConvJob *j, Pix q, int64_t mr_eff, int64_t
  * then runs (tp1-tp0)/KW taps of KW*C values each, the same values in the
  * same (kh, kw, c) order as the panel's rows, without per-tap pointer
  * loads (a conv with Cin 3 had 3 values per tap). */
-static bool conv_pointers(const ConvJob *j, Pix at, int64_t mr_eff, int64_t tp0, int64_t tp1, float *patch,
-                          const float **ind)
+static bool conv_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int64_t tp0, int64_t tp1,
+                          float *patch, const float **ind)
 {
+    /* by pointer: passed by value, the struct was copied to the stack
+     * with a 16-byte load of the task loop's 8-byte stores (a store-
+     * forwarding stall per tile; perf: 10% of a 64 -> 64 1x1 conv at 28x28
+     * on that one instruction, 0.0453 -> 0.0442 ms without it) */
+    const Pix at = *pat;
     const PConv *g = j->g;
     int64_t mr = j->k.mr;
     int64_t n = at.n, oh = at.oh, ow = at.ow;
@@ -596,7 +601,7 @@ static void conv_task_tiles(void *ctx, int64_t task, int tid)
             for (int64_t o = 0; o < nb; o += 64)
                 __builtin_prefetch(r + o, 1, 2);
         }
-        bool rows = conv_pointers(j, at, tile_rows(j, t), 0, j->taps, patch, ind);
+        bool rows = conv_pointers(j, &at, tile_rows(j, t), 0, j->taps, patch, ind);
         for (int64_t cb = 0; cb < j->cblocks; cb++)
             conv_tile(j, t, cb, 0, j->taps, ind, rows, NULL, 0);
     }
@@ -633,15 +638,20 @@ static void conv_task(void *ctx, int64_t task, int tid)
         int64_t part = np > 0 ? (ntp1 - ntp0) * tap_bytes : 0;
         int64_t slice = div_up(div_up(part * (np > 0 ? np : 0), j->tiles), 64) * 64;
         Pix at = first;
+        /* tile t's share: bytes [t * slice, + slice) of the next part, at
+         * offset in of its panel q (stepped per tile, not divided) */
+        int64_t q = 0, in = 0;
+        if (part > 0)
+            q = t0 * slice / part, in = t0 * slice % part;
         for (int64_t t = t0; t < t1; t++, pix_advance(j->g, &at, j->k.mr)) {
-            bool rows = conv_pointers(j, at, tile_rows(j, t), tp0, tp1, patch, ind);
-            /* bytes [off, off + slice) of the next part, in its panel q */
-            int64_t off = t * slice, q = part > 0 ? off / part : 0, in = part > 0 ? off % part : 0;
+            bool rows = conv_pointers(j, &at, tile_rows(j, t), tp0, tp1, patch, ind);
             int64_t n = q < np ? (part - in < slice ? part - in : slice) : 0;
             const char *pf =
                 n > 0 ? (const char *)(j->g->w + (ncb * panels + q) * j->pstride) + ntp0 * tap_bytes + in
                       : NULL;
             conv_tile(j, t, cb, tp0, tp1, ind, rows, pf, n);
+            for (in += slice; part > 0 && in >= part && q < np; in -= part)
+                q++;
         }
     }
 }
