@@ -19,7 +19,7 @@
  * touches the padding is copied with its zeros into a per-thread patch so
  * that every tile runs one pointer per kernel row.
  * Work split, two orders by the size of the packed weights:
- *  - up to CONV_L2_WEIGHTS (1 MB): tile-major, tasks are chunks of tiles,
+ *  - up to CONV_L2_WEIGHTS (512 KB): tile-major, tasks are chunks of tiles,
  *    each tile meeting every Cout block of NR (all weights stay in L2), so
  *    its pointers are built once;
  *  - above: tasks are (Cout block, chunk of tiles), Cout block major, so
@@ -85,8 +85,16 @@ enum { MIN_TASK_MACS = 1 << 16, TASKS_PER_THREAD = 8, WINO_MR = TCRT_AVX512_MR }
  * prefetcher pairs them). */
 enum { IND_ALIGN = 128 };
 /* Conv: packed weights up to CONV_L2_WEIGHTS bytes are swept tile-major;
- * above, the Cout block's panel in tap groups of up to CONV_PANEL_BYTES. */
-enum { CONV_L2_WEIGHTS = 1 << 20, CONV_PANEL_BYTES = 384 << 10 };
+ * above, the Cout block's panel in tap groups of up to CONV_PANEL_BYTES.
+ * Tile-major, the first tile reads all the weights at once; in a model
+ * they come from memory (each layer's are read once per run), so there
+ * the FMAs wait for them, while block by block each block's panel is
+ * prefetched over the tiles of the one before.  Measured, ResNet-50 at 1
+ * thread, per-layer --profile minima of 4 runs: the 1 MB 1x1 convs at
+ * 14x14 (layer3 conv1 and conv3) 4.82 -> 4.59 and 4.46 -> 4.06 ms with the
+ * bound at 512 KB instead of 1 MB (2 threads: conv1 3.21 -> 2.83 ms,
+ * conv3 even); at 128 KB the 256 KB convs at 28x28 gained nothing. */
+enum { CONV_L2_WEIGHTS = 512 << 10, CONV_PANEL_BYTES = 384 << 10 };
 /* GEMM blocking: bytes of the B panel kc x NR (L1) and of the packed A
  * block mc x K (L2); the widest NR and MR of any ISA's GEMM kernel
  * (workspace). */
