@@ -397,7 +397,57 @@ typedef struct ConvJob {
     int64_t ind_stride;
     float *patch; /* per thread: patch_floats apart (patch mode), else NULL */
     int64_t taps, pstride, tiles, chunks, tiles_per_chunk, pixels, cblocks, tap_block;
+    /* the next conv's first weights (next_conv_of): panels nx_np, nx_part
+     * bytes each, nx_pstride floats apart; nx_np 0 when unknown */
+    const float *nx_w;
+    int64_t nx_np, nx_part, nx_pstride;
 } ConvJob;
+
+/* ---- the next conv's weights (learned) ----
+ *
+ * A model runs its convs in the same order every time, and each conv's
+ * weights come from memory (they are read once per run): the first tile
+ * of a conv waited for its first panels.  So the packed convs learn, per
+ * thread, which conv (by weights pointer) follows which, and a direct conv
+ * prefetches the start of the next one's weights into L2 where it has no
+ * part of its own left to prefetch: its last Cout block (block by block)
+ * or all its tiles (tile by tile).  The start is the first NEXT_PANELS
+ * panels (one 64-column block), NEXT_PART_BYTES of each: a block-by-block
+ * conv's first tap group, a tile-major or Winograd conv's first slice.
+ * Only a hint: a wrong or stale entry costs a prefetch, nothing else. */
+enum { NEXT_SLOTS = 256, NEXT_PANELS = 4, NEXT_PART_BYTES = 96 << 10 };
+typedef struct NextConv {
+    const float *w, *next; /* a conv's weights, the next conv's */
+    int64_t next_pstride, next_panels;
+} NextConv;
+static _Thread_local NextConv next_tab[NEXT_SLOTS];
+static _Thread_local const float *next_prev; /* the weights of this thread's last packed conv */
+
+static NextConv *next_slot(const float *w)
+{
+    uint64_t h = (uint64_t)(uintptr_t)w >> 6;
+    return &next_tab[(h * 0x9E3779B97F4A7C15ull) >> 56];
+}
+
+/* Records that the conv with weights w (panel stride pstride floats,
+ * panels panels) runs now, after next_prev; returns w's own entry when it
+ * knows the conv after w, else NULL. */
+static const NextConv *next_conv_of(const float *w, int64_t pstride, int64_t panels)
+{
+    if (next_prev && next_prev != w) {
+        NextConv *e = next_slot(next_prev);
+        *e = (NextConv){next_prev, w, pstride, panels};
+    }
+    next_prev = w;
+    const NextConv *e = next_slot(w);
+    return e->w == w && e->next ? e : NULL;
+}
+
+const float *tcrt_pconv_next_weights(const float *w)
+{
+    const NextConv *e = next_slot(w);
+    return e->w == w ? e->next : NULL;
+}
 
 /* An output pixel's (n, oh, ow), kept by the task loops from tile to tile
  * instead of two 64-bit divisions per tile. */
@@ -610,8 +660,19 @@ static void conv_task_tiles(void *ctx, int64_t task, int tid)
                 __builtin_prefetch(r + o, 1, 2);
         }
         bool rows = conv_pointers(j, &at, tile_rows(j, t), 0, j->taps, patch, ind);
+        /* tile t's share of the next conv's start (panel q, from in) */
+        const char *pf = NULL;
+        int64_t pfn = 0;
+        if (j->nx_np > 0) {
+            int64_t slice = div_up(div_up(j->nx_part * j->nx_np, j->tiles), 64) * 64, off = t * slice;
+            int64_t q = off / j->nx_part, in = off % j->nx_part;
+            if (q < j->nx_np) {
+                pf = (const char *)(j->nx_w + q * j->nx_pstride) + in;
+                pfn = j->nx_part - in < slice ? j->nx_part - in : slice;
+            }
+        }
         for (int64_t cb = 0; cb < j->cblocks; cb++)
-            conv_tile(j, t, cb, 0, j->taps, ind, rows, NULL, 0);
+            conv_tile(j, t, cb, 0, j->taps, ind, rows, cb == 0 ? pf : NULL, cb == 0 ? pfn : 0);
     }
 }
 
@@ -672,6 +733,10 @@ static void conv_task(void *ctx, int64_t task, int tid)
         int64_t np = ncb < 0 ? 0 : all - ncb * panels < panels ? all - ncb * panels : panels;
         /* one panel's part per tile round (the panels' parts are pstride apart) */
         int64_t part = np > 0 ? (ntp1 - ntp0) * tap_bytes : 0;
+        const float *pbase = np > 0 ? j->g->w + ncb * panels * j->pstride : NULL;
+        int64_t poff = ntp0 * tap_bytes, pstr = j->pstride;
+        if (np <= 0 && j->nx_np > 0) /* none of its own left: the next conv's start */
+            np = j->nx_np, part = j->nx_part, pbase = j->nx_w, poff = 0, pstr = j->nx_pstride;
         int64_t slice = div_up(div_up(part * (np > 0 ? np : 0), j->tiles), 64) * 64;
         Pix at = first;
         /* tile t's share: bytes [t * slice, + slice) of the next part, at
@@ -684,9 +749,7 @@ static void conv_task(void *ctx, int64_t task, int tid)
                 prefetch_block_rows(j, t + 1, cb);
             bool rows = conv_pointers(j, &at, tile_rows(j, t), tp0, tp1, patch, ind);
             int64_t n = q < np ? (part - in < slice ? part - in : slice) : 0;
-            const char *pf =
-                n > 0 ? (const char *)(j->g->w + (ncb * panels + q) * j->pstride) + ntp0 * tap_bytes + in
-                      : NULL;
+            const char *pf = n > 0 ? (const char *)(pbase + q * pstr) + poff + in : NULL;
             conv_tile(j, t, cb, tp0, tp1, ind, rows, pf, n);
             for (in += slice; part > 0 && in >= part && q < np; in -= part)
                 q++;
@@ -1587,6 +1650,8 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
         return false;
     WinoJob j;
     j.g = g;
+    (void)next_conv_of(g->w, (int64_t)(g->wm + 2) * (g->wm + 2) * g->C * TCRT_PACK_NR,
+                       div_up(g->O, TCRT_PACK_NR));
     j.k = pick_kernel(tcrt_kern_isa());
     j.ws = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
     j.m = g->wm, j.a = g->wm + 2, j.pts = j.a * j.a;
@@ -1713,6 +1778,14 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
     /* a residual in the output's buffer (passes/memplan.c) must be read
      * before any partial sum is stored there: no tap split then */
     j.tap_block = g.res == g.y ? j.taps : block_of(j.taps, group > 0 ? group : 1);
+    const NextConv *nx = next_conv_of(g.w, j.pstride, div_up(g.O, TCRT_PACK_NR));
+    j.nx_w = nx ? nx->next : NULL;
+    j.nx_np = nx ? (nx->next_panels < NEXT_PANELS ? nx->next_panels : NEXT_PANELS) : 0;
+    j.nx_pstride = nx ? nx->next_pstride : 0;
+    j.nx_part = nx ? (nx->next_pstride * (int64_t)sizeof(float) < NEXT_PART_BYTES
+                          ? nx->next_pstride * (int64_t)sizeof(float)
+                          : NEXT_PART_BYTES)
+                   : 0;
     if (tile_major)
         tcrt_parallel_tasks(j.chunks, conv_task_tiles, &j);
     else

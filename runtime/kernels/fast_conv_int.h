@@ -110,6 +110,11 @@ void tcrt_gemm_avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const 
 /* AVX-512: 6 rows of A (row stride lda), columns [0, kc), packed as [kc][6]. */
 void tcrt_pack_a6_avx512(const float *a, int64_t lda, int64_t kc, float *dst);
 
+/* The weights of the packed conv that ran after the one with weights w on
+ * this thread (learned for the next-layer prefetch), NULL when none; for
+ * tests. */
+const float *tcrt_pconv_next_weights(const float *w);
+
 /* Rows per tile of the packed direct conv over pixels output pixels on the
  * current ISA (7 where tcrt_ukernel_avx512_r7 is taken); for tests. */
 int64_t tcrt_conv_tile_rows(int64_t pixels);

@@ -979,6 +979,53 @@ START_TEST(matmul_cases)
 }
 END_TEST
 
+/* The next-layer prefetch's memory (fast_conv.c): packed convs A, B, A, B
+ * in a row teach the runtime that B follows A and A follows B; runs with
+ * the hint give the same outputs as the first (it only prefetches). */
+START_TEST(conv_next_weights)
+{
+    enum { H = 7, C = 64, OA = 96, OB = 160 };
+    float *x = rand_buf(H * H * C), *wa = rand_buf(C * OA), *wb = rand_buf(C * OB);
+    float *pa = malloc((size_t)tcrt_conv_packed_floats(1, 1, C, OA) * sizeof(float));
+    float *pb = malloc((size_t)tcrt_conv_packed_floats(1, 1, C, OB) * sizeof(float));
+    tcrt_pack_conv_weights(wa, 1, 1, C, OA, pa);
+    tcrt_pack_conv_weights(wb, 1, 1, C, OB, pb);
+    float *ya[2], *yb[2];
+    for (int i = 0; i < 2; i++) {
+        ya[i] = malloc(H * H * OA * sizeof(float));
+        yb[i] = malloc(H * H * OB * sizeof(float));
+    }
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    p.i[TCRT_CONV_SH] = p.i[TCRT_CONV_SW] = p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = 1;
+    p.i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_DIRECT;
+    for (int round = 0; round < 2; round++)
+        for (int which = 0; which < 2; which++) {
+            int64_t o = which ? OB : OA;
+            p.i[TCRT_CONV_COUT] = o;
+            tcrt_tensor in[2] = {{x, TCRT_F32, 4, {1, H, H, C}},
+                                 {which ? pb : pa, TCRT_F32, 5, {o / 16, 1, 1, C, 16}}};
+            tcrt_tensor out[2] = {{which ? yb[round] : ya[round], TCRT_F32, 4, {1, H, H, o}},
+                                  {NULL, TCRT_U8, 1, {0}}};
+            size_t ws = tcrt_fast_conv2d_workspace(in, 2, out, &p);
+            ck_assert_uint_gt(ws, 0);
+            out[1].data = malloc(ws);
+            out[1].dims[0] = (int64_t)ws;
+            ck_assert_int_eq(tcrt_fast_conv2d(in, 2, out, 2, &p), TCRT_OK);
+            free(out[1].data);
+        }
+    ck_assert_ptr_eq(tcrt_pconv_next_weights(pa), pb);
+    ck_assert_ptr_eq(tcrt_pconv_next_weights(pb), pa);
+    float never[16]; /* never a conv's weights */
+    ck_assert_ptr_null(tcrt_pconv_next_weights(never));
+    ck_assert_mem_eq(ya[0], ya[1], H * H * OA * sizeof(float));
+    ck_assert_mem_eq(yb[0], yb[1], H * H * OB * sizeof(float));
+    for (int i = 0; i < 2; i++)
+        free(ya[i]), free(yb[i]);
+    free(x), free(wa), free(wb), free(pa), free(pb);
+}
+END_TEST
+
 START_TEST(isa_cap)
 {
     /* the portable kernel is always there; a cap never picks an unsupported ISA */
@@ -1010,6 +1057,7 @@ int main(void)
     tcase_add_test(tc, conv_unpacked_residual);
     tcase_add_test(tc, conv_small_workspace);
     tcase_add_test(tc, matmul_cases);
+    tcase_add_test(tc, conv_next_weights);
     tcase_add_test(tc, isa_cap);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
