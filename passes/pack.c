@@ -60,12 +60,18 @@ static bool on_accelerator(const IrNode *n)
     return n->device && ir_dev_parse(n->device, &d) && d.has_type && strcmp(d.type, "CPU") != 0;
 }
 
-/* Winograd limits (measured, benchmarks/sgemm --convs-only 1): F(4x4) from
- * WINO4_MIN_TILES 4x4 tiles (14x14 outputs: 16; there F(4x4) ran as fast as
- * F(2x2) on an AVX2 EPYC and faster on an AVX-512 Xeon, where F(2x2) did
- * not beat the direct kernel), else F(2x2) from WINO_MIN_TILES 2x2 tiles;
- * 7x7 (4 and 16 tiles) stays direct. */
-enum { WINO_MIN_CH = 16, WINO_MIN_TILES = 32, WINO4_MIN_TILES = 16 };
+/* Winograd limits: F(4x4) from WINO4_MIN_TILES 4x4 tiles, else F(2x2) from
+ * WINO_MIN_TILES 2x2 tiles; 7x7 (4 and 16 tiles) stays direct.  A 14x14
+ * output (16 tiles of 4x4, 49 of 2x2) takes F(2x2): in a model its
+ * transformed weights come from memory (F(4x4): 4x the direct weights,
+ * F(2x2): 16/9), and on the AVX-512 Xeon ResNet-50's six 14x14x256 convs
+ * took 4.19 ms with F(2x2) against 5.23 with F(4x4) at 2 threads (per-layer
+ * minima of 4 interleaved runs), the whole model even at 1 and 2 threads
+ * (14 interleaved rounds), with 26 MB less weights (149 -> 123 MB).  With
+ * its weights in cache F(4x4) is faster there (0.81 against 0.94 ms at 1
+ * thread, benchmarks/sgemm --convs-only 1), with the caches flushed even
+ * (1.22 / 1.25 ms). */
+enum { WINO_MIN_CH = 16, WINO_MIN_TILES = 32, WINO4_MIN_TILES = 17 };
 
 static bool can_pack(const IrNode *n)
 {

@@ -553,13 +553,16 @@ START_TEST(test_pack_matches_unpacked)
 END_TEST
 
 /* pass_winograd takes a 3x3 stride-1 conv with Cin, Cout >= 16: F(4x4) with
- * at least 16 output tiles of 4x4 (14x14 SAME: 16), else F(2x2) with at
- * least 32 tiles of 2x2 (12x12 SAME: 36, 9 of 4x4), and nothing else. */
+ * at least 17 output tiles of 4x4 (17x17 SAME: 25), else F(2x2) with at
+ * least 32 tiles of 2x2 (12x12 SAME: 36, 9 of 4x4; 14x14: 49, 16 of 4x4),
+ * and nothing else. */
 START_TEST(test_winograd_pass)
 {
     check_pack_hw(12, 12, 3, 16, 20, 1, 2);
     check_pack_hw(13, 11, 3, 17, 33, 1, 2); /* odd sizes: 7x6 tiles (4x3 of 4x4) */
-    check_pack_hw(14, 14, 3, 16, 16, 1, 4);
+    check_pack_hw(14, 14, 3, 16, 16, 1, 2);
+    check_pack_hw(16, 16, 3, 16, 16, 1, 2); /* 16 tiles of 4x4: one short of F(4x4) */
+    check_pack_hw(17, 17, 3, 16, 16, 1, 4);
     check_pack_hw(28, 28, 3, 16, 17, 1, 4);
     check_pack_hw(26, 30, 3, 16, 16, 1, 4); /* 7x8 tiles, the last cut */
     /* not taken: 16 tiles (10x10 VALID -> 8x8), Cin 8, a 1x1 conv, stride 2 */
