@@ -222,6 +222,7 @@ static Kern conv_kernel(int isa, int64_t pixels)
     if (isa == TCRT_ISA_AVX512 && (pixels + 6) / 7 * 7 * 100 <= (pixels + 5) / 6 * 6 * 97)
         k = (Kern){tcrt_ukernel_avx512_r7, TCRT_AVX512_R7_MR, TCRT_AVX512_R7_NR, false};
 #endif
+    (void)pixels;
     return k;
 }
 
