@@ -633,6 +633,43 @@ static void conv_tile(const ConvJob *j, int64_t t, int64_t cb, int64_t tp0, int6
     j->k.fn(mr, nc, taps, kc, ind, b, j->pstride, g->y + p0 * g->O + col0, g->O, &e);
 }
 
+/* A prefetch stream spread over the tiles of a run: np parts of part bytes,
+ * pstride floats apart from base + off; tile t takes bytes [t * slice, +
+ * slice) of the parts laid end to end, cut at the end of its part. */
+typedef struct PfShare {
+    const char *base;
+    int64_t pstride_bytes, np, part, slice, q, in; /* q, in: the next tile's part and offset in it */
+} PfShare;
+
+/* The stream for tiles from t0 on (of tiles in all); np <= 0 or part 0:
+ * none. */
+static PfShare pf_share(const float *base, int64_t off, int64_t pstride, int64_t np, int64_t part,
+                        int64_t tiles, int64_t t0)
+{
+    PfShare s = {NULL, pstride * (int64_t)sizeof(float), 0, part, 0, 0, 0};
+    if (base && np > 0 && part > 0) {
+        s.base = (const char *)base + off, s.np = np;
+        s.slice = div_up(div_up(part * np, tiles), 64) * 64;
+        s.q = t0 * s.slice / part, s.in = t0 * s.slice % part;
+    }
+    return s;
+}
+
+/* The next tile's share (NULL and *n 0 when none); steps to the tile after
+ * it without dividing. */
+static const char *pf_next(PfShare *s, int64_t *n)
+{
+    const char *p = NULL;
+    *n = 0;
+    if (s->q < s->np) {
+        *n = s->part - s->in < s->slice ? s->part - s->in : s->slice;
+        p = s->base + s->q * s->pstride_bytes + s->in;
+    }
+    for (s->in += s->slice; s->np > 0 && s->in >= s->part && s->q < s->np; s->in -= s->part)
+        s->q++;
+    return p;
+}
+
 static int64_t tile_rows(const ConvJob *j, int64_t t)
 {
     return j->pixels - t * j->k.mr < j->k.mr ? j->pixels - t * j->k.mr : j->k.mr;
@@ -648,6 +685,7 @@ static void conv_task_tiles(void *ctx, int64_t task, int tid)
     const float **ind = j->ind + (int64_t)tid * j->ind_stride;
     float *patch = j->patch ? j->patch + (int64_t)tid * patch_floats(j->g) : NULL;
     Pix at = pix_at(j->g, t0 * j->k.mr);
+    PfShare nx = pf_share(j->nx_w, 0, j->nx_pstride, j->nx_np, j->nx_part, j->tiles, t0);
     for (int64_t t = t0; t < t1; t++, pix_advance(j->g, &at, j->k.mr)) {
         /* the next tile's residual rows (the output's buffer when the
          * memory plan put it there), fetched for writing while this tile
@@ -661,17 +699,8 @@ static void conv_task_tiles(void *ctx, int64_t task, int tid)
                 __builtin_prefetch(r + o, 1, 2);
         }
         bool rows = conv_pointers(j, &at, tile_rows(j, t), 0, j->taps, patch, ind);
-        /* tile t's share of the next conv's start (panel q, from in) */
-        const char *pf = NULL;
-        int64_t pfn = 0;
-        if (j->nx_np > 0) {
-            int64_t slice = div_up(div_up(j->nx_part * j->nx_np, j->tiles), 64) * 64, off = t * slice;
-            int64_t q = off / j->nx_part, in = off % j->nx_part;
-            if (q < j->nx_np) {
-                pf = (const char *)(j->nx_w + q * j->nx_pstride) + in;
-                pfn = j->nx_part - in < slice ? j->nx_part - in : slice;
-            }
-        }
+        int64_t pfn;
+        const char *pf = pf_next(&nx, &pfn); /* tile t's share of the next conv's start */
         for (int64_t cb = 0; cb < j->cblocks; cb++)
             conv_tile(j, t, cb, 0, j->taps, ind, rows, cb == 0 ? pf : NULL, cb == 0 ? pfn : 0);
     }
@@ -733,27 +762,18 @@ static void conv_task(void *ctx, int64_t task, int tid)
         int64_t ntp1 = ntp0 + j->tap_block < j->taps ? ntp0 + j->tap_block : j->taps;
         int64_t np = ncb < 0 ? 0 : all - ncb * panels < panels ? all - ncb * panels : panels;
         /* one panel's part per tile round (the panels' parts are pstride apart) */
-        int64_t part = np > 0 ? (ntp1 - ntp0) * tap_bytes : 0;
-        const float *pbase = np > 0 ? j->g->w + ncb * panels * j->pstride : NULL;
-        int64_t poff = ntp0 * tap_bytes, pstr = j->pstride;
-        if (np <= 0 && j->nx_np > 0) /* none of its own left: the next conv's start */
-            np = j->nx_np, part = j->nx_part, pbase = j->nx_w, poff = 0, pstr = j->nx_pstride;
-        int64_t slice = div_up(div_up(part * (np > 0 ? np : 0), j->tiles), 64) * 64;
+        PfShare pfs = np > 0 ? pf_share(j->g->w + ncb * panels * j->pstride, ntp0 * tap_bytes, j->pstride, np,
+                                        (ntp1 - ntp0) * tap_bytes, j->tiles, t0)
+                             /* none of its own left: the next conv's start */
+                             : pf_share(j->nx_w, 0, j->nx_pstride, j->nx_np, j->nx_part, j->tiles, t0);
         Pix at = first;
-        /* tile t's share: bytes [t * slice, + slice) of the next part, at
-         * offset in of its panel q (stepped per tile, not divided) */
-        int64_t q = 0, in = 0;
-        if (part > 0)
-            q = t0 * slice / part, in = t0 * slice % part;
         for (int64_t t = t0; t < t1; t++, pix_advance(j->g, &at, j->k.mr)) {
             if (tp1 == j->taps && t + 1 < j->tiles)
                 prefetch_block_rows(j, t + 1, cb);
             bool rows = conv_pointers(j, &at, tile_rows(j, t), tp0, tp1, patch, ind);
-            int64_t n = q < np ? (part - in < slice ? part - in : slice) : 0;
-            const char *pf = n > 0 ? (const char *)(pbase + q * pstr) + poff + in : NULL;
+            int64_t n;
+            const char *pf = pf_next(&pfs, &n);
             conv_tile(j, t, cb, tp0, tp1, ind, rows, pf, n);
-            for (in += slice; part > 0 && in >= part && q < np; in -= part)
-                q++;
         }
     }
 }
@@ -1425,13 +1445,19 @@ static int64_t wino_block(const PConv *g, int64_t mr)
     return tb < mr ? mr : tb;
 }
 
-/* A slot holds a block for the 6-row kernels (every ISA; the portable
- * kernel's 4-row tiles take the 6-row block rounded down to a multiple of
- * 4) or the 7-row one (conv_kernel), whichever the run picks: the
- * workspace is planned at compile time. */
+/* The block of the kernel of mr rows: its own for the 7-row kernel, else
+ * the 6-row block (every ISA's; the portable kernel's 4-row tiles take it
+ * rounded down to a multiple of 4). */
+static int64_t wino_kernel_block(const PConv *g, int64_t mr)
+{
+    return mr == 7 ? wino_block(g, 7) : wino_block(g, 6) / mr * mr;
+}
+
+/* A slot holds the block of whichever kernel the run picks (conv_kernel):
+ * the workspace is planned at compile time. */
 static int64_t wino_slot_floats(const PConv *g)
 {
-    int64_t b6 = wino_block(g, 6), b7 = wino_block(g, 7);
+    int64_t b6 = wino_kernel_block(g, 6), b7 = wino_kernel_block(g, 7);
     return (g->wm + 2) * (g->wm + 2) * (b6 > b7 ? b6 : b7) * (round16(g->C) + WINO_CC);
 }
 
@@ -1678,8 +1704,7 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
      * at 2 threads, its five 14x14 F(4x4) convs 5.1-5.4 -> 4.2 ms with one
      * block of 16 tiles instead of two), and blocks of near-equal size */
     int nth = team() < WINO_SLOTS ? team() : WINO_SLOTS;
-    int64_t tb = j.k.mr == 7 ? wino_block(g, 7) : wino_block(g, 6) / j.k.mr * j.k.mr,
-            want = (j.nq % nth == 0 ? 1 : 4) * (int64_t)nth;
+    int64_t tb = wino_kernel_block(g, j.k.mr), want = (j.nq % nth == 0 ? 1 : 4) * (int64_t)nth;
     while (tb > j.k.mr && div_up(j.tiles, tb) * j.nq < want)
         tb -= j.k.mr;
     j.nblk = div_up(j.tiles, tb);

@@ -99,7 +99,8 @@ void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const f
                        const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
 void tcrt_ukernel_avx512(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                          const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
-/* 7 x 48 (tcrt_conv_rows picks it where 7-row tiles waste fewer rows). */
+/* 7 x 48 (fast_conv.c conv_kernel picks it where 7-row tiles waste fewer
+ * rows). */
 void tcrt_ukernel_avx512_r7(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                             const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
 
