@@ -177,9 +177,12 @@ double cg_kernel_flops(const IrNode *n)
     case 0: /* HWIO, or HWCM for a depthwise conv: its multiplier is in the output channels */
         if (w->rank != 4)
             return 0;
-        return 2.0 * out * (double)w->dims[0] * (double)w->dims[1] * (p[TCRT_CONV_DEPTHWISE] ? 1.0 : cin);
-    case TCRT_CONV_PACK_DIRECT: /* [ceil(Cout/16), KH, KW, Cin, 16] */
-        return w->rank == 5 ? 2.0 * out * (double)w->dims[1] * (double)w->dims[2] * cin : 0;
+        return 2.0 * out * (double)w->dims[0] * (double)w->dims[1] *
+               (p[TCRT_CONV_DEPTHWISE] ? 1.0
+                : p[TCRT_CONV_X2S]     ? (double)w->dims[2]
+                                       : cin);
+    case TCRT_CONV_PACK_DIRECT: /* [ceil(Cout/16), KH, KW, Cin, 16]; a pair's Cin is both inputs' */
+        return w->rank == 5 ? 2.0 * out * (double)w->dims[1] * (double)w->dims[2] * (double)w->dims[3] : 0;
     case TCRT_CONV_PACK_WINO:
     case TCRT_CONV_PACK_WINO4:
         return 2.0 * out * 9.0 * cin;

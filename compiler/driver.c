@@ -146,7 +146,7 @@ static void usage(FILE *f)
                "  --keep-dir DIR      keep the generated C, header and weights in DIR\n"
                "  --dump-after PASS   write the IR after PASS (or 'all') as text and DOT\n"
                "  --dump-dir DIR      where dumps go (default: dump)\n"
-               "  --disable-pass P    skip pass P (fold, cse, dce, layout, fuse, winograd, pack, dwfuse)\n"
+               "  --disable-pass P    skip pass P (fold, cse, dce, layout, fuse, winograd, pack, dwfuse, pair)\n"
                "  --verify-each       run the IR verifier after every pass\n"
                "  --stats             print timings and memory statistics to stderr\n"
                "  --target T          build for T (repeatable; default: the host): x86_64-linux-gnu,\n"

@@ -414,8 +414,24 @@ bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
     int64_t pads[4] = {p[TCRT_CONV_PT], p[TCRT_CONV_PL], p[TCRT_CONV_PB], p[TCRT_CONV_PR]};
     if (!check_window_params(n, pos, 4, pads, st))
         return false;
-    int64_t cout;
-    if (p[TCRT_CONV_DEPTHWISE]) {
+    int64_t cout, x2s = p[TCRT_CONV_X2S];
+    const IrShape *x2 = x2s && n->n_inputs == 4 ? in_s(n, 3) : NULL;
+    if (x2s) {
+        /* a conv pair: 1x1 unpadded convs of x and of x2 at stride x2s */
+        if (x2s < 1 || x2s > BIG_PARAM || n->n_inputs != 4 || p[TCRT_CONV_DEPTHWISE] ||
+            (p[TCRT_CONV_PACKED] && p[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT))
+            return ir_node_errorf(st, n,
+                                  "conv pair (second-input stride %lld) needs 4 inputs, a plain or "
+                                  "directly packed filter and stride >= 1",
+                                  (long long)x2s);
+        if (w->dims[0] != 1 || w->dims[1] != 1 || pads[0] || pads[1] || pads[2] || pads[3])
+            return ir_node_errorf(st, n, "conv pair needs a 1x1 filter without padding, got %s", SH(w));
+        if (x2->rank != 4 || x2->dims[0] != x->dims[0] || x2->dims[1] < 1 || x2->dims[2] < 1 ||
+            w->dims[2] != x->dims[3] + x2->dims[3])
+            return ir_node_errorf(st, n, "conv pair filter %s does not take inputs %s and %s", SH(w), SH(x),
+                                  SH(x2));
+        cout = w->dims[3];
+    } else if (p[TCRT_CONV_DEPTHWISE]) {
         if (w->dims[2] != x->dims[3])
             return ir_node_errorf(st, n, "depthwise filter %s does not match %lld input channels of %s",
                                   SH(w), (long long)x->dims[3], SH(x));
@@ -446,7 +462,10 @@ bool ir_shape_conv2d(IrGraph *g, IrNode *n, Status *st)
     o.dims[1] = oh;
     o.dims[2] = ow;
     o.dims[3] = proj_cout > 0 ? proj_cout : cout;
-    if (n->n_inputs == 4 && !ir_shape_eq(in_s(n, 3), &o))
+    if (x2 && ((x2->dims[1] - 1) / x2s + 1 != oh || (x2->dims[2] - 1) / x2s + 1 != ow))
+        return ir_node_errorf(st, n, "conv pair input %s at stride %lld does not give the output %s", SH(x2),
+                              (long long)x2s, SH(&o));
+    if (n->n_inputs == 4 && !x2 && !ir_shape_eq(in_s(n, 3), &o))
         return ir_node_errorf(st, n, "residual shape %s does not match the output %s", SH(in_s(n, 3)),
                               SH(&o));
     n->out[0].type.shape = o;

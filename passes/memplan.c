@@ -224,7 +224,8 @@ static bool residual_in_place(const IrGraph *g, const IrNode *n, const bool *is_
     if (n->op != OP_CONV2D || n->n_inputs != 4 || n->n_outputs != 1 || n->out[0].type.dtype != TCRT_F32)
         return false;
     int64_t pk = n->p.i[TCRT_CONV_PACKED];
-    if (pk != TCRT_CONV_PACK_DIRECT && pk != TCRT_CONV_PACK_WINO && pk != TCRT_CONV_PACK_WINO4)
+    if ((pk != TCRT_CONV_PACK_DIRECT && pk != TCRT_CONV_PACK_WINO && pk != TCRT_CONV_PACK_WINO4) ||
+        n->p.i[TCRT_CONV_X2S]) /* a conv pair's input 3 is its second input */
         return false;
     IrValue r = n->inputs[3];
     if (!r.node || has_no_buffer(g, r.node) || is_fused[r.node->id] || ir_value_type(r)->dtype != TCRT_F32)

@@ -234,7 +234,7 @@ static bool is_pointwise(const IrNode *e, bool res_ok)
     const int64_t *q = e->p.i;
     if (e->op != OP_CONV2D || e->n_inputs < 3 || e->n_inputs > (res_ok ? 4 : 3) || e->n_ctrl ||
         e->out[0].type.dtype != TCRT_F32 || on_accelerator(e) ||
-        q[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT || q[TCRT_CONV_DEPTHWISE] ||
+        q[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT || q[TCRT_CONV_DEPTHWISE] || q[TCRT_CONV_X2S] ||
         !is_const_f32(e->inputs[1]) || !is_const_f32(e->inputs[2]))
         return false;
     const IrShape *ew = &ir_value_type(e->inputs[1])->shape;
@@ -416,6 +416,114 @@ PassResult pass_dwfuse(IrGraph *g, PassCtx *cx)
                 break;
             changed |= r > 0;
         }
+    }
+    return pass_finish_rewrite(g, cx, fold, changed);
+}
+
+/* ---- pair ---- */
+
+/* The smallest gcd of a pair's channel counts (its kernel runs the joined
+ * Cin as taps of that many values). */
+enum { PAIR_MIN_KC = 16 };
+
+/* A packed 1x1 unpadded f32 conv with constant weights (and bias, when it
+ * has one), not depthwise, not a pair, on a CPU, no control deps: a part
+ * of a conv pair. */
+static bool is_pair_part(const IrNode *c)
+{
+    const int64_t *q = c->p.i;
+    if (c->op != OP_CONV2D || c->n_inputs < 2 || c->n_ctrl || c->n_outputs != 1 ||
+        c->out[0].type.dtype != TCRT_F32 || on_accelerator(c) ||
+        q[TCRT_CONV_PACKED] != TCRT_CONV_PACK_DIRECT || q[TCRT_CONV_DEPTHWISE] || q[TCRT_CONV_X2S] ||
+        !is_const_f32(c->inputs[1]) || (c->n_inputs >= 3 && !is_const_f32(c->inputs[2])))
+        return false;
+    const IrShape *w = &ir_value_type(c->inputs[1])->shape;
+    return w->rank == 5 && w->dims[1] == 1 && w->dims[2] == 1 && !q[TCRT_CONV_PT] && !q[TCRT_CONV_PL] &&
+           !q[TCRT_CONV_PB] && !q[TCRT_CONV_PR];
+}
+
+/* The conv whose output is packed 1x1 conv a's residual and that pair
+ * merges into a, or NULL: a 1x1 conv (pair part) without residual or
+ * activation whose only user is a, on a's device, with strides equal in
+ * both dims, and channel counts whose gcd is at least PAIR_MIN_KC. */
+static IrNode *pair_of(const IrGraph *g, const IrNode *a)
+{
+    if (!is_pair_part(a) || a->n_inputs != 4 || !is_const_f32(a->inputs[2]) || a->inputs[3].index != 0)
+        return NULL;
+    IrNode *b = a->inputs[3].node;
+    if (!b || !is_pair_part(b) || b->n_inputs > 3 || b->p.i[TCRT_CONV_ACT] != TCRT_ACT_NONE ||
+        !same_device(a, b) || ir_use_count(g, b) != 1 || is_fetched(g, b) || a->inputs[0].node == b ||
+        b->p.i[TCRT_CONV_SH] != b->p.i[TCRT_CONV_SW])
+        return NULL;
+    int64_t ca = ir_value_type(a->inputs[0])->shape.dims[3], cb = ir_value_type(b->inputs[0])->shape.dims[3];
+    while (cb) {
+        int64_t t = ca % cb;
+        ca = cb, cb = t;
+    }
+    return ca >= PAIR_MIN_KC ? b : NULL;
+}
+
+/* Replaces a (residual b's output) by one conv pair: a's input and
+ * geometry first, b's input at b's stride second, the packed panels of the
+ * two filters joined along Cin, the biases summed.  1 when done, -1 on an
+ * error. */
+static int emit_pair(IrGraph *g, PassCtx *cx, IrNode *a, IrNode *b)
+{
+    const IrShape *wa = &ir_value_type(a->inputs[1])->shape, *wb = &ir_value_type(b->inputs[1])->shape;
+    int64_t panels = wa->dims[0], ka = wa->dims[3], kb = wb->dims[3], cout = a->p.i[TCRT_CONV_COUT];
+    int64_t floats = tcrt_conv_packed_floats(1, 1, ka + kb, cout);
+    float *wbuf = floats > 0 && (uint64_t)floats <= SIZE_MAX / sizeof(float)
+                      ? arena_alloc_align(&cx->scratch, (size_t)floats * sizeof(float), 64)
+                      : NULL;
+    float *bbuf = arena_alloc_align(&cx->scratch, (size_t)cout * sizeof(float), 64);
+    if (!wbuf || !bbuf) {
+        st_errorf(cx->st, ST_NOMEM, "pair: out of memory");
+        return -1;
+    }
+    const float *pa = a->inputs[1].node->data, *pb = b->inputs[1].node->data;
+    for (int64_t q = 0; q < panels; q++) { /* panel q: a's ka rows of 16, then b's kb */
+        memcpy(wbuf + q * (ka + kb) * TCRT_PACK_NR, pa + q * ka * TCRT_PACK_NR,
+               (size_t)(ka * TCRT_PACK_NR) * sizeof(float));
+        memcpy(wbuf + (q * (ka + kb) + ka) * TCRT_PACK_NR, pb + q * kb * TCRT_PACK_NR,
+               (size_t)(kb * TCRT_PACK_NR) * sizeof(float));
+    }
+    const float *ba = a->inputs[2].node->data, *bb = b->n_inputs >= 3 ? b->inputs[2].node->data : NULL;
+    for (int64_t o = 0; o < cout; o++)
+        bbuf[o] = (float)((double)ba[o] + (bb ? (double)bb[o] : 0.0));
+    const char *o = g->cur_origin, *oo = g->cur_origin_op;
+    g->cur_origin = a->origin;
+    g->cur_origin_op = a->origin_op;
+    IrShape ws = ir_shape_make(5, (int64_t[]){panels, 1, 1, ka + kb, TCRT_PACK_NR});
+    IrShape bs = ir_shape_make(1, (int64_t[]){cout});
+    IrValue w = ir_const(g, TCRT_F32, &ws, wbuf, cx->st);
+    IrValue bias = w.node ? ir_const(g, TCRT_F32, &bs, bbuf, cx->st) : (IrValue){NULL, 0};
+    IrParams p = a->p;
+    p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = 1;
+    p.i[TCRT_CONV_X2S] = b->p.i[TCRT_CONV_SH];
+    IrValue in[4] = {a->inputs[0], w, bias, b->inputs[0]};
+    IrNode *c = bias.node ? ir_emit(g, OP_CONV2D, in, 4, &p, NULL, cx->st) : NULL;
+    g->cur_origin = o;
+    g->cur_origin_op = oo;
+    if (!c)
+        return -1;
+    c->device = a->device;
+    ir_replace_uses(g, (IrValue){a, 0}, (IrValue){c, 0});
+    kill_fused(g, (IrNode *[]){a, b}, 2);
+    return 1;
+}
+
+PassResult pass_pair(IrGraph *g, PassCtx *cx)
+{
+    bool changed = false, fold = g->fold_on_build;
+    g->fold_on_build = false;
+    int n_nodes = g->n_nodes;
+    for (int i = 0; i < n_nodes && st_ok(cx->st); i++) {
+        IrNode *a = g->nodes[i], *b;
+        if (a->dead || !(b = pair_of(g, a)))
+            continue;
+        if (emit_pair(g, cx, a, b) < 0)
+            break;
+        changed = true;
     }
     return pass_finish_rewrite(g, cx, fold, changed);
 }

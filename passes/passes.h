@@ -71,6 +71,11 @@ PassResult pass_pack(IrGraph *g, PassCtx *cx);
  * depthwise kernel, the projection is applied to each depthwise output
  * row), where the tensors not stored are large. */
 PassResult pass_dwfuse(IrGraph *g, PassCtx *cx);
+/* pack.c "pair" (after dwfuse): a packed 1x1 conv whose residual is the
+ * output of another packed 1x1 conv used only there (a bottleneck's last
+ * conv and its strided shortcut conv) becomes one conv over both inputs
+ * (TCRT_CONV_X2S), so the shortcut's output is never stored. */
+PassResult pass_pair(IrGraph *g, PassCtx *cx);
 /* memplan.c: one arena; args and results pinned, intermediates reuse dead
  * buffers (greedy best fit in schedule order); CONST data gets offsets in the
  * weights blob; CONV2D workspaces sized by tcrt_fast_conv2d_workspace.

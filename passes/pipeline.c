@@ -40,6 +40,7 @@ static const PassInfo pipeline[] = {
     {"winograd", pass_winograd, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"pack", pass_pack, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"dwfuse", pass_dwfuse, REQ_TOPO | REQ_SHAPES, INV_PLAN},
+    {"pair", pass_pair, REQ_TOPO | REQ_SHAPES, INV_PLAN},
     {"memplan", pass_memplan, REQ_TOPO | REQ_SHAPES, INV_NONE},
 };
 

@@ -75,6 +75,15 @@ enum {
     TCRT_CONV_KH = 12, TCRT_CONV_KW = 13, TCRT_CONV_EACT = 14, TCRT_CONV_FUSE = 15, TCRT_CONV_PCOUT = 16,
     TCRT_CONV_PACT = 17,
     TCRT_FUSE_EXPAND = 1, TCRT_FUSE_PROJECT = 2,
+    /* TCRT_CONV_X2S = s > 0 (passes/pack.c "pair"): two 1x1 unpadded convs
+     * summed, y = act(conv(x, w[:, :, :C]) + conv_s(x2, w[:, :, C:]) + bias)
+     * with x [N,H,W,C] the first input (its conv 1x1 with the strides and
+     * dilations given, pads 0) and in[3] = x2 [N,H2,W2,C2] (not a residual)
+     * read at stride s in both dims, OH = (H2-1)/s + 1 and OW = (W2-1)/s + 1;
+     * w is [1,1,C+C2,O] (HWIO, or packed as such), the bias input required.
+     * A bottleneck's last 1x1 conv and its strided shortcut conv in one, so
+     * the shortcut's output is never stored. */
+    TCRT_CONV_X2S = 18,
     /* maxpool / avgpool: x NHWC; avg excludes padding from the count (TF SAME). */
     TCRT_POOL_KH = 0, TCRT_POOL_KW = 1, TCRT_POOL_SH = 2, TCRT_POOL_SW = 3,
     TCRT_POOL_PT = 4, TCRT_POOL_PL = 5, TCRT_POOL_PB = 6, TCRT_POOL_PR = 7,

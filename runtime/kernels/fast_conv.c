@@ -95,6 +95,14 @@ enum { IND_ALIGN = 128 };
  * bound at 512 KB instead of 1 MB (2 threads: conv1 3.21 -> 2.83 ms,
  * conv3 even); at 128 KB the 256 KB convs at 28x28 gained nothing. */
 enum { CONV_L2_WEIGHTS = 512 << 10, CONV_PANEL_BYTES = 384 << 10 };
+/* A conv pair (TCRT_CONV_X2S) goes tile-major up to CONV_L2_PAIR_WEIGHTS:
+ * block by block, every Cout block reads both inputs again, and x2 at
+ * stride 2 spreads its values over four times the lines.  Measured,
+ * ResNet-50 at 2 threads, per-role --profile minima of 3 runs: layer2's
+ * pair (128 + 256 -> 512 at 28x28, 768 KB) and its three conv3s 2.19 ->
+ * 2.03 ms with this bound at 1 MB instead of 512 KB; layer3's (256 + 512
+ * -> 1024 at 14x14, 3 MB) 3.05 -> 3.42 ms tile-major. */
+enum { CONV_L2_PAIR_WEIGHTS = 1 << 20 };
 /* GEMM blocking: bytes of the B panel kc x NR (L1) and of the packed A
  * block mc x K (L2); the widest NR and MR of any ISA's GEMM kernel
  * (workspace). */
@@ -280,7 +288,23 @@ typedef struct PConv {
     int act;
     float alpha;
     int64_t wm; /* Winograd tile (TCRT_CONV_PACK_WINO: 2, TCRT_CONV_PACK_WINO4: 4), 0: direct */
+    /* a conv pair (TCRT_CONV_X2S): the second input x2 [N,H2,W2,C2] read at
+     * stride s2; x2 NULL otherwise */
+    const float *x2;
+    int64_t H2, W2, C2, s2;
+    /* the packed K as taps of kc: KH*KW taps of C, or for a pair (C+C2)/kc
+     * taps of kc = gcd(C, C2), the first C/kc from x */
+    int64_t taps, kc;
 } PConv;
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
 
 /* Fills g from the call; false when it is not a packed conv this kernel
  * handles (shapes, dtypes, parameters).  Data pointers are not looked at:
@@ -314,19 +338,33 @@ static bool pconv_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, 
     if (g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->pt < 0 || g->pl < 0 ||
         p->i[TCRT_CONV_PB] < 0 || p->i[TCRT_CONV_PR] < 0 || a < TCRT_ACT_NONE || a > TCRT_ACT_LEAKY)
         return false;
-    if (p->i[TCRT_CONV_COUT] != g->O || out->dims[0] != g->N || w->dims[3] != g->C ||
+    int64_t s2 = p->i[TCRT_CONV_X2S];
+    g->x2 = NULL, g->H2 = g->W2 = g->C2 = g->s2 = 0;
+    if (s2) { /* a conv pair: both 1x1 and unpadded, x2 in the residual's place */
+        const tcrt_tensor *x2 = &in[3];
+        if (n_in != 4 || g->wm || s2 < 1 || g->KH != 1 || g->KW != 1 || g->pt || g->pl ||
+            p->i[TCRT_CONV_PB] || p->i[TCRT_CONV_PR] || x2->rank != 4 || x2->dtype != TCRT_F32 ||
+            x2->dims[0] != g->N || x2->dims[3] <= 0 || (g->OH - 1) * g->sh >= g->H ||
+            (g->OW - 1) * g->sw >= g->W || (g->OH - 1) * s2 >= x2->dims[1] || (g->OW - 1) * s2 >= x2->dims[2])
+            return false;
+        g->H2 = x2->dims[1], g->W2 = x2->dims[2], g->C2 = x2->dims[3], g->s2 = s2;
+    }
+    if (p->i[TCRT_CONV_COUT] != g->O || out->dims[0] != g->N || w->dims[3] != g->C + g->C2 ||
         w->dims[4] != TCRT_PACK_NR || w->dims[0] != div_up(g->O, TCRT_PACK_NR) || g->N <= 0 || g->H <= 0 ||
         g->W <= 0 || g->C <= 0 || g->KH <= 0 || g->KW <= 0 || g->O <= 0 || g->OH <= 0 || g->OW <= 0)
         return false;
-    if (tcrt_conv_packed_floats(w->dims[1], w->dims[2], g->C, g->O) == 0 || tcrt_tensor_count(out) <= 0)
+    if (tcrt_conv_packed_floats(w->dims[1], w->dims[2], g->C + g->C2, g->O) == 0 ||
+        tcrt_tensor_count(out) <= 0)
         return false;
+    g->kc = s2 ? gcd64(g->C, g->C2) : g->C;
+    g->taps = s2 ? (g->C + g->C2) / g->kc : g->KH * g->KW;
     g->bias = g->res = NULL;
     if (n_in >= 3) {
         if (in[2].dtype != TCRT_F32 || tcrt_tensor_count(&in[2]) != g->O)
             return false;
         g->bias = (const float *)in[2].data;
     }
-    if (n_in == 4) {
+    if (n_in == 4 && !s2) {
         const tcrt_tensor *r = &in[3];
         if (r->dtype != TCRT_F32 || r->rank != 4)
             return false;
@@ -335,6 +373,8 @@ static bool pconv_geom(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, 
                 return false;
         g->res = (const float *)r->data;
     }
+    if (s2)
+        g->x2 = (const float *)in[3].data;
     g->x = (const float *)x->data, g->w = (const float *)w->data, g->y = (float *)out->data;
     g->act = (int)a, g->alpha = (float)p->f[0];
     return true;
@@ -372,7 +412,7 @@ static int64_t zero_floats(const PConv *g)
  * per-thread patches. */
 static size_t pconv_ws_bytes(const PConv *g)
 {
-    int64_t taps = g->KH * g->KW;
+    int64_t taps = g->taps;
     return 64 + (size_t)zero_floats(g) * sizeof(float) +
            (size_t)TCRT_MAX_THREADS * TCRT_KERN_MAX_MR * (size_t)taps * sizeof(const float *) +
            (size_t)TCRT_MAX_THREADS * (size_t)patch_floats(g) * sizeof(float);
@@ -512,6 +552,25 @@ static void conv_patch_pointers(const ConvJob *j, Pix q, int64_t mr_eff, int64_t
     }
 }
 
+/* A conv pair's tile pointers (taps [tp0, tp1) of kc values: the first
+ * C/kc at the pixel's x vector, the rest at its x2 vector, read at stride
+ * s2), laid out as conv_pointers' per-tap form. */
+static void pair_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int64_t tp0, int64_t tp1,
+                          const float **ind)
+{
+    const PConv *g = j->g;
+    int64_t mr = j->k.mr, kc = g->kc, tx = g->C / kc;
+    Pix q = *pat;
+    for (int64_t r = 0; r < mr; r++) {
+        if (r > 0 && r < mr_eff) /* rows past the last repeat it */
+            pix_advance(g, &q, 1);
+        const float *a = g->x + ((q.n * g->H + q.oh * g->sh) * g->W + q.ow * g->sw) * g->C;
+        const float *b = g->x2 + ((q.n * g->H2 + q.oh * g->s2) * g->W2 + q.ow * g->s2) * g->C2;
+        for (int64_t t = tp0; t < tp1; t++)
+            ind[(t - tp0) * mr + r] = t < tx ? a + t * kc : b + (t - tx) * kc;
+    }
+}
+
 /* Tile pointers of taps [tp0, tp1) (tap = kh*KW + kw): ind[(tap-tp0)*mr
  * + r] for the mr pixels from at (rows past the last pixel repeat it); the
  * next pixel's (n, oh, ow) by increment.
@@ -522,9 +581,16 @@ static void conv_patch_pointers(const ConvJob *j, Pix q, int64_t mr_eff, int64_t
  * then runs (tp1-tp0)/KW taps of KW*C values each, the same values in the
  * same (kh, kw, c) order as the panel's rows, without per-tap pointer
  * loads (a conv with Cin 3 had 3 values per tap). */
+static void pair_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int64_t tp0, int64_t tp1,
+                          const float **ind);
+
 static bool conv_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int64_t tp0, int64_t tp1,
                           float *patch, const float **ind)
 {
+    if (j->g->s2) {
+        pair_pointers(j, pat, mr_eff, tp0, tp1, ind);
+        return false;
+    }
     /* by pointer: passed by value, the struct was copied to the stack
      * with a 16-byte load of the task loop's 8-byte stores (a store-
      * forwarding stall per tile; perf: 10% of a 64 -> 64 1x1 conv at 28x28
@@ -627,9 +693,9 @@ static void conv_tile(const ConvJob *j, int64_t t, int64_t cb, int64_t tp0, int6
                      tp1 < j->taps,
                      pf,
                      pf_bytes};
-    const float *b = g->w + (col0 / TCRT_PACK_NR) * j->pstride + tp0 * g->C * TCRT_PACK_NR;
+    const float *b = g->w + (col0 / TCRT_PACK_NR) * j->pstride + tp0 * g->kc * TCRT_PACK_NR;
     /* rows: conv_pointers merged the taps of each kernel row */
-    int64_t taps = rows ? (tp1 - tp0) / g->KW : tp1 - tp0, kc = rows ? g->KW * g->C : g->C;
+    int64_t taps = rows ? (tp1 - tp0) / g->KW : tp1 - tp0, kc = rows ? g->KW * g->C : g->kc;
     j->k.fn(mr, nc, taps, kc, ind, b, j->pstride, g->y + p0 * g->O + col0, g->O, &e);
 }
 
@@ -749,7 +815,7 @@ static void conv_task(void *ctx, int64_t task, int tid)
     const float **ind = j->ind + (int64_t)tid * j->ind_stride;
     float *patch = j->patch ? j->patch + (int64_t)tid * patch_floats(j->g) : NULL;
     int64_t all = div_up(j->g->O, TCRT_PACK_NR), panels = j->k.nr / TCRT_PACK_NR;
-    int64_t tap_bytes = j->g->C * TCRT_PACK_NR * (int64_t)sizeof(float);
+    int64_t tap_bytes = j->g->kc * TCRT_PACK_NR * (int64_t)sizeof(float);
     const Pix first = pix_at(j->g, t0 * j->k.mr); /* the chunk's first pixel, for every tap group */
     for (int64_t tp0 = 0; tp0 < j->taps; tp0 += j->tap_block) {
         int64_t tp1 = tp0 + j->tap_block < j->taps ? tp0 + j->tap_block : j->taps;
@@ -1754,15 +1820,15 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
         return tcrt_dwblock_run(in, n_in, out, n_out, p); /* fast_pool.c */
     PConv g;
     if (n_out < 1 || !pconv_geom(in, n_in, out, p, &g) || !g.x || !g.w || !g.y || (n_in >= 3 && !g.bias) ||
-        (n_in == 4 && !g.res))
+        (n_in == 4 && !(g.s2 ? g.x2 : g.res)))
         return tcrt_ref_conv2d(in, n_in, out, n_out, p);
     if (g.wm)
         return wino_run(&g, out, n_out) ? TCRT_OK : tcrt_ref_conv2d(in, n_in, out, 1, p);
-    if (narrow_applies(&g) || thin_applies(&g)) {
+    if (!g.s2 && (narrow_applies(&g) || thin_applies(&g))) {
         direct_run(&g, !narrow_applies(&g));
         return TCRT_OK;
     }
-    if (stem_applies(&g)) {
+    if (!g.s2 && stem_applies(&g)) {
         stem_run(&g);
         return TCRT_OK;
     }
@@ -1778,7 +1844,7 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
     j.k = conv_kernel(tcrt_kern_isa(), g.N * g.OH * g.OW);
     j.zero = zero;
     j.ind = (const float **)(base + zero_floats(&g) * sizeof(float));
-    j.taps = g.KH * g.KW;
+    j.taps = g.taps;
     /* the patches after the pointer space (float-aligned: the pointer space
      * is a whole number of 8-byte pointers) */
     j.patch =
@@ -1790,13 +1856,13 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
     j.ind_stride = room / per_line * per_line;
     if (j.ind_stride < j.k.mr * j.taps)
         j.ind_stride = j.k.mr * j.taps;
-    j.pstride = j.taps * g.C * TCRT_PACK_NR;
+    j.pstride = j.taps * g.kc * TCRT_PACK_NR;
     j.pixels = g.N * g.OH * g.OW;
     j.tiles = div_up(j.pixels, j.k.mr);
     j.cblocks = div_up(g.O, j.k.nr);
     /* weights that fit L2: tile-major (pointers built once per tile) */
-    bool tile_major =
-        j.cblocks > 1 && div_up(g.O, TCRT_PACK_NR) * j.pstride * (int64_t)sizeof(float) <= CONV_L2_WEIGHTS;
+    bool tile_major = j.cblocks > 1 && div_up(g.O, TCRT_PACK_NR) * j.pstride * (int64_t)sizeof(float) <=
+                                           (g.s2 ? CONV_L2_PAIR_WEIGHTS : CONV_L2_WEIGHTS);
     /* tile-major on a wide kernel: one call per tile for every column
      * (measured, AVX2, 1x1 16 -> 96 at 56x56: 58.7 -> 61 GFLOP/s with 128
      * columns per call instead of 64; blocks of 128 for the Cout-block-major
@@ -1805,11 +1871,11 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
         j.k.nr = round16(g.O);
         j.cblocks = 1;
     }
-    int64_t macs = j.k.mr * j.k.nr * j.taps * g.C;
+    int64_t macs = j.k.mr * j.k.nr * j.taps * g.kc;
     j.tiles_per_chunk = tile_major ? chunk_tiles(j.tiles, 1, macs * j.cblocks, team())
                                    : chunk_tiles(j.tiles, j.cblocks, macs, team());
     j.chunks = div_up(j.tiles, j.tiles_per_chunk);
-    int64_t group = CONV_PANEL_BYTES / ((int64_t)sizeof(float) * j.k.nr * g.C);
+    int64_t group = CONV_PANEL_BYTES / ((int64_t)sizeof(float) * j.k.nr * g.kc);
     /* a residual in the output's buffer (passes/memplan.c) must be read
      * before any partial sum is stored there: no tap split then */
     j.tap_block = g.res == g.y ? j.taps : block_of(j.taps, group > 0 ? group : 1);

@@ -664,8 +664,8 @@ size_t tcrt_fast_conv2d_workspace(const tcrt_tensor *in, int n_in, const tcrt_te
 {
     if (p && p->i[TCRT_CONV_PACKED])
         return tcrt_pconv_workspace(in, n_in, out, p); /* packed weights: fast_conv.c */
-    if (p && p->i[TCRT_CONV_DEPTHWISE])
-        return 0; /* depthwise: fast_pool.c, none */
+    if (p && (p->i[TCRT_CONV_DEPTHWISE] || p->i[TCRT_CONV_X2S]))
+        return 0; /* depthwise: fast_pool.c, none; a conv pair unpacked: the reference */
     ConvGeom g; /* a residual (n_in == 4) is added after the GEMM: same workspace */
     if (!conv_geom(in, n_in == 4 ? 3 : n_in, out, p, &g))
         return 0;
@@ -678,6 +678,8 @@ tcrt_status tcrt_fast_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
         return tcrt_pconv_run(in, n_in, out, n_out, p); /* packed weights: fast_conv.c */
     if (p && p->i[TCRT_CONV_DEPTHWISE])
         return tcrt_fast_depthwise_conv2d(in, n_in, out, n_out, p); /* fast_pool.c */
+    if (p && p->i[TCRT_CONV_X2S])
+        return tcrt_ref_conv2d(in, n_in, out, n_out, p); /* a conv pair unpacked (pack pass disabled) */
     if (n_in == 4) {
         /* Residual with unpacked weights (the pack pass was disabled): the GEMM
          * without activation, then y = act(y + residual) in one sweep.  A

@@ -14,7 +14,7 @@
  * (TCRT_CONV_PACK_WINO/WINO4, w [ceil(O/16),a,a,CI,16], a = 4/6, holding
  * U = G g G^T of a 3x3 filter): HWIO is read back as g = L U L^T (wino_tap).
  * A depthwise conv with fused 1x1 convs (TCRT_CONV_PACK_DWBLOCK): see
- * ref_conv2d_dwblock.
+ * ref_conv2d_dwblock; two 1x1 convs summed (TCRT_CONV_X2S): ref_conv2d_pair.
  *
  * conv2d_transpose (TF Conv2DBackpropInput): in[0] dy [N,OH,OW,Cdy], in[1]
  * w [KH,KW,Cr,Cdy], out [N,H,W,Cr] given; params are the forward conv's.
@@ -275,6 +275,52 @@ static tcrt_status ref_conv2d_dwblock(const tcrt_tensor *in, int n_in, tcrt_tens
     return TCRT_OK;
 }
 
+/* Two 1x1 convs summed (TCRT_CONV_X2S, tcrt_kernels.h): y = act(x * w[:C]
+ * + x2 (stride s) * w[C:] + bias), w HWIO [1,1,C+C2,O] or packed as such;
+ * f32. */
+static tcrt_status ref_conv2d_pair(const tcrt_tensor *in, int n_in, tcrt_tensor *out, const tcrt_params *p,
+                                   const ConvP *c)
+{
+    KCHECK(n_in == 4 && !c->depthwise && !p->i[TCRT_CONV_PT] && !p->i[TCRT_CONV_PL] && !p->i[TCRT_CONV_PB] &&
+           !p->i[TCRT_CONV_PR]);
+    const tcrt_tensor *x = &in[0], *w = &in[1], *bias = &in[2], *x2 = &in[3];
+    int64_t pk = p->i[TCRT_CONV_PACKED], s = p->i[TCRT_CONV_X2S];
+    KCHECK(pk == 0 || pk == TCRT_CONV_PACK_DIRECT);
+    KCHECK(k_valid(x) && k_valid(w) && k_valid(bias) && k_valid(x2) && k_valid(out) && x->rank == 4 &&
+           x2->rank == 4 && out->rank == 4 && w->rank == (pk ? 5 : 4) && x->dtype == TCRT_F32 &&
+           w->dtype == TCRT_F32 && bias->dtype == TCRT_F32 && x2->dtype == TCRT_F32 &&
+           out->dtype == TCRT_F32);
+    int64_t N = x->dims[0], H = x->dims[1], W = x->dims[2], C = x->dims[3];
+    int64_t H2 = x2->dims[1], W2 = x2->dims[2], C2 = x2->dims[3];
+    int64_t OH = out->dims[1], OW = out->dims[2], O = out->dims[3], K = C + C2;
+    if (pk)
+        KCHECK(w->dims[0] == (O + TCRT_PACK_NR - 1) / TCRT_PACK_NR && w->dims[1] == 1 && w->dims[2] == 1 &&
+               w->dims[3] == K && w->dims[4] == TCRT_PACK_NR && p->i[TCRT_CONV_COUT] == O);
+    else
+        KCHECK(w->dims[0] == 1 && w->dims[1] == 1 && w->dims[2] == K && w->dims[3] == O);
+    KCHECK(s >= 1 && x2->dims[0] == N && out->dims[0] == N && k_count(bias) == O && OH >= 1 && OW >= 1 &&
+           (OH - 1) * c->sh < H && (OW - 1) * c->sw < W && (OH - 1) * s < H2 && (OW - 1) * s < W2);
+    const float *X = x->data, *X2 = x2->data, *Wt = w->data, *B = bias->data;
+    float *Y = out->data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++) {
+                const float *xp = X + ((n * H + oh * c->sh) * W + ow * c->sw) * C;
+                const float *x2p = X2 + ((n * H2 + oh * s) * W2 + ow * s) * C2;
+                for (int64_t o = 0; o < O; o++) {
+                    double acc = B[o];
+                    for (int64_t k = 0; k < K; k++) {
+                        double v = k < C ? xp[k] : x2p[k - C];
+                        double wv = pk ? Wt[((o / TCRT_PACK_NR) * K + k) * TCRT_PACK_NR + o % TCRT_PACK_NR]
+                                       : Wt[k * O + o];
+                        acc += v * wv;
+                    }
+                    Y[((n * OH + oh) * OW + ow) * O + o] = (float)k_act(acc, c->act, c->alpha);
+                }
+            }
+    return TCRT_OK;
+}
+
 tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
                             const tcrt_params *p)
 {
@@ -286,6 +332,8 @@ tcrt_status tcrt_ref_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, i
     int64_t pk = p->i[TCRT_CONV_PACKED];
     if (pk == TCRT_CONV_PACK_DWBLOCK)
         return ref_conv2d_dwblock(in, n_in, out, p, &c);
+    if (p->i[TCRT_CONV_X2S])
+        return ref_conv2d_pair(in, n_in, out, p, &c);
     bool packed = pk != 0, wino = pk == TCRT_CONV_PACK_WINO || pk == TCRT_CONV_PACK_WINO4;
     int wa = pk == TCRT_CONV_PACK_WINO4 ? 6 : 4; /* points per side of a Winograd filter */
     KCHECK(!packed || pk == TCRT_CONV_PACK_DIRECT || wino);

@@ -531,7 +531,7 @@ START_TEST(test_pipeline_table_and_disable)
 {
     int n;
     const PassInfo *t = pass_pipeline(&n);
-    ck_assert_int_eq(n, 10);
+    ck_assert_int_eq(n, 11);
     ck_assert_str_eq(t[0].name, "state");
     ck_assert_str_eq(t[1].name, "fold");
     ck_assert_str_eq(t[2].name, "cse");
@@ -541,7 +541,8 @@ START_TEST(test_pipeline_table_and_disable)
     ck_assert_str_eq(t[6].name, "winograd");
     ck_assert_str_eq(t[7].name, "pack");
     ck_assert_str_eq(t[8].name, "dwfuse");
-    ck_assert_str_eq(t[9].name, "memplan");
+    ck_assert_str_eq(t[9].name, "pair");
+    ck_assert_str_eq(t[10].name, "memplan");
     ck_assert_ptr_eq(pass_find("dce"), &t[3]);
     ck_assert_ptr_null(pass_find("nope"));
 
@@ -567,14 +568,14 @@ START_TEST(test_pipeline_table_and_disable)
     ck_assert_str_eq(
         st.msg,
         "--disable-pass: unknown pass 'fusion' (passes: state, fold, cse, dce, layout, fuse, winograd, pack, "
-        "dwfuse, memplan)");
+        "dwfuse, pair, memplan)");
     Status st2 = ST_INIT;
     PipelineOptions bad2 = {.dump_after = "csee", .dump_dir = "/tmp"};
     ck_assert(!pass_run_pipeline(g, &bad2, &st2));
     ck_assert_str_eq(
         st2.msg,
         "--dump-after: unknown pass 'csee' (passes: state, fold, cse, dce, layout, fuse, winograd, pack, "
-        "dwfuse, memplan, or all)");
+        "dwfuse, pair, memplan, or all)");
     ir_graph_free(g);
 }
 END_TEST
@@ -589,9 +590,9 @@ START_TEST(test_pipeline_dumps)
     PipelineOptions o = {.dump_after = "all", .dump_dir = dir, .verify_each = true};
     Status st = ST_INIT;
     ck_assert_msg(pass_run_pipeline(g, &o, &st), "%s", st.msg);
-    const char *names[] = {"01-state", "02-fold",     "03-cse",  "04-dce",    "05-layout",
-                           "06-fuse",  "07-winograd", "08-pack", "09-dwfuse", "10-memplan"};
-    for (int i = 0; i < 10; i++) {
+    const char *names[] = {"01-state",    "02-fold", "03-cse",    "04-dce",  "05-layout", "06-fuse",
+                           "07-winograd", "08-pack", "09-dwfuse", "10-pair", "11-memplan"};
+    for (int i = 0; i < 11; i++) {
         char f[64];
         snprintf(f, sizeof f, "%s.ir", names[i]);
         ck_assert_msg(file_nonempty(dir, f), "missing %s", f);

@@ -681,7 +681,7 @@ START_TEST(test_pipeline_placement)
         ck_assert_int_eq(n_comm, with ? 2 : 0);
         ck_assert_int_eq(rep.n_pairs, with ? 1 : 0);
         ck_assert(file_nonempty(dir, with ? "06-partition.ir" : "05-layout.ir"));
-        ck_assert(file_nonempty(dir, with ? "12-memplan.ir" : "10-memplan.ir"));
+        ck_assert(file_nonempty(dir, with ? "13-memplan.ir" : "11-memplan.ir"));
         ir_graph_free(g);
     }
     char cmd[200];

@@ -791,6 +791,89 @@ START_TEST(test_dwfuse_no_bias)
 }
 END_TEST
 
+/* ---- pair ---- */
+
+/* x [1,2h,2w,c2] -> 1x1 stride-2 conv to 48 channels (bias; act dsact) =
+ * r; h [1,h,w,c] -> 1x1 conv to 48 (bias, residual r, relu).  fetch_r: r
+ * is fetched too.  y0: the result by the reference kernel, conv after
+ * conv. */
+static IrGraph *pair_graph(int hw, int c, int c2, int dsact, bool fetch_r, float *xd, float *hd, float *y0)
+{
+    enum { O = 48 };
+    int nwd = c2 * O, nw3 = c * O;
+    float *wd = malloc(sizeof(float) * (size_t)nwd), *w3 = malloc(sizeof(float) * (size_t)nw3), bd[O], b3[O];
+    for (int i = 0; i < nwd; i++)
+        wd[i] = (float)((i * 7) % 11 - 5) / 16.0f;
+    for (int i = 0; i < nw3; i++)
+        w3[i] = (float)((i * 5) % 9 - 4) / 8.0f;
+    for (int i = 0; i < O; i++)
+        bd[i] = (float)(i % 5) / 4.0f, b3[i] = (float)(i % 3) - 1.0f;
+    size_t tn = (size_t)(nwd + nw3 + 2 * O) * 8 + 4096;
+    char *text = malloc(tn), *h1 = malloc((size_t)nwd * 8 + 16), *h2 = malloc((size_t)nw3 * 8 + 16),
+         h3[O * 8 + 16], h4[O * 8 + 16];
+    snprintf(text, tn,
+             "graph \"m\"\nfeed \"x\" %%0\nfeed \"h\" %%1\nfetch \"y\" %%7\n%s"
+             "%%0 = arg() : f32[1,%d,%d,%d]\n%%1 = arg() : f32[1,%d,%d,%d]\n"
+             "%%2 = const() : f32[1,1,%d,%d] = %s\n%%3 = const() : f32[%d] = %s\n"
+             "%%4 = conv2d(%%0, %%2, %%3) {i=[2,2,1,1,0,0,0,0,0,%d]} : f32[1,%d,%d,%d]  # downsample (Conv)\n"
+             "%%5 = const() : f32[1,1,%d,%d] = %s\n%%6 = const() : f32[%d] = %s\n"
+             "%%7 = conv2d(%%1, %%5, %%6, %%4) {i=[1,1,1,1,0,0,0,0,0,1]} : f32[1,%d,%d,%d]  # conv3 (Conv)\n",
+             fetch_r ? "fetch \"r\" %4\n" : "", 2 * hw, 2 * hw, c2, hw, hw, c, c2, O, hexf(h1, wd, nwd), O,
+             hexf(h3, bd, O), dsact, hw, hw, O, c, O, hexf(h2, w3, nw3), O, hexf(h4, b3, O), hw, hw, O);
+    IrGraph *g = parse(text);
+    for (int i = 0; i < 4 * hw * hw * c2; i++)
+        xd[i] = (float)((i * 3) % 13 - 6) / 4.0f;
+    for (int i = 0; i < hw * hw * c; i++)
+        hd[i] = (float)((i * 5) % 11 - 5) / 4.0f;
+    float *r = malloc(sizeof(float) * (size_t)(hw * hw * O));
+    IrNode *last = fetched(g, 0);
+    run_conv(last->inputs[3].node, xd, NULL, r);
+    run_conv(last, hd, r, y0);
+    free(wd), free(w3), free(text), free(h1), free(h2), free(r);
+    return g;
+}
+
+/* pass_pair joins a packed 1x1 conv and the packed 1x1 conv that makes its
+ * residual (used only there, no activation) into one conv over both
+ * inputs; the reference kernel on it computes what the two convs did. */
+START_TEST(test_pair_pass)
+{
+    enum { HW = 4, O = 48 };
+    float xd[4 * HW * HW * 64], hd[HW * HW * 32], y0[HW * HW * O], y1[HW * HW * O];
+    IrGraph *g = pair_graph(HW, 32, 64, TCRT_ACT_NONE, false, xd, hd, y0);
+    ck_assert_int_eq(run_pass(g, pass_pair), PASS_SAME); /* not packed yet */
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
+    ck_assert_int_eq(run_pass(g, pass_pair), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_CONV2D), 1);
+    ck_assert_int_eq(count_op(g, OP_CONST), 2); /* the joined filter and the summed bias */
+    IrNode *c = fetched(g, 0);
+    ck_assert(c->n_inputs == 4 && c->p.i[TCRT_CONV_X2S] == 2 && c->p.i[TCRT_CONV_SH] == 1 &&
+              c->p.i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_DIRECT && c->p.i[TCRT_CONV_ACT] == TCRT_ACT_RELU &&
+              c->p.i[TCRT_CONV_COUT] == O);
+    ck_assert_int_eq(ir_value_type(c->inputs[1])->shape.dims[3], 32 + 64);
+    ck_assert(c->inputs[0].node->op == OP_ARG && ir_value_type(c->inputs[0])->shape.dims[3] == 32 &&
+              c->inputs[3].node->op == OP_ARG && ir_value_type(c->inputs[3])->shape.dims[3] == 64);
+    ck_assert_str_eq(c->origin, "conv3");
+    run_conv(c, hd, xd, y1); /* input 3 is x */
+    assert_floats(y1, y0, HW * HW * O, 1e-4);
+    ck_assert_int_eq(run_pass(g, pass_pair), PASS_SAME);
+    ir_graph_free(g);
+    /* not joined: the shortcut fetched too, with an activation, or channel
+     * counts whose gcd is below 16 (24 and 64: 8) */
+    static const struct {
+        int c, c2, act;
+        bool fetch_r;
+    } no[] = {{32, 64, TCRT_ACT_NONE, true}, {32, 64, TCRT_ACT_RELU, false}, {24, 64, TCRT_ACT_NONE, false}};
+    for (size_t k = 0; k < sizeof no / sizeof no[0]; k++) {
+        g = pair_graph(HW, no[k].c, no[k].c2, no[k].act, no[k].fetch_r, xd, hd, y0);
+        ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
+        ck_assert_int_eq(run_pass(g, pass_pair), PASS_SAME);
+        ck_assert_int_eq(count_op(g, OP_CONV2D), 2);
+        ir_graph_free(g);
+    }
+}
+END_TEST
+
 /* ---- the conv2d shape rule on packed weights and residuals ---- */
 
 /* text must not parse, with an error message holding want. */
@@ -854,6 +937,42 @@ START_TEST(test_conv_shape_rule_errors)
     parse_fails("%0 = arg() : f32[1,4,4,3]\n%1 = arg() {i=[1]} : f32[53]\n%2 = arg() {i=[2]} : f32[2]\n"
                 "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,1,1,1,1,1,0,4,2,3,3,0,2,3,1]} : f32[1,4,4,3]\n",
                 "fused depthwise filter [53] does not fit input [1,4,4,3] with fuse bits 2");
+    /* conv pairs (TCRT_CONV_X2S = i[18]): x [1,2,2,16] and x2 [1,4,4,32] at
+     * stride 2 with a [1,1,48,O] filter parse, plain and packed */
+    parse_ok("%0 = arg() : f32[1,2,2,16]\n%1 = arg() {i=[1]} : f32[1,1,48,8]\n%2 = arg() {i=[2]} : f32[8]\n"
+             "%3 = arg() {i=[3]} : f32[1,4,4,32]\n"
+             "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,0,0,0,0,0,1,0,0,0,0,0,0,0,0,2]} : f32[1,2,2,8]\n");
+    parse_ok(
+        "%0 = arg() : f32[1,2,2,16]\n%1 = arg() {i=[1]} : f32[1,1,1,48,16]\n%2 = arg() {i=[2]} : f32[8]\n"
+        "%3 = arg() {i=[3]} : f32[1,3,3,32]\n"
+        "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,0,0,0,0,0,1,1,8,0,0,0,0,0,0,2]} : f32[1,2,2,8]\n");
+    /* x2 too small or too large for the output at its stride */
+    parse_fails(
+        "%0 = arg() : f32[1,2,2,16]\n%1 = arg() {i=[1]} : f32[1,1,48,8]\n%2 = arg() {i=[2]} : f32[8]\n"
+        "%3 = arg() {i=[3]} : f32[1,2,2,32]\n"
+        "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,0,0,0,0,0,1,0,0,0,0,0,0,0,0,2]} : f32[1,2,2,8]\n",
+        "conv pair input [1,2,2,32] at stride 2 does not give the output [1,2,2,8]");
+    parse_fails(
+        "%0 = arg() : f32[1,2,2,16]\n%1 = arg() {i=[1]} : f32[1,1,48,8]\n%2 = arg() {i=[2]} : f32[8]\n"
+        "%3 = arg() {i=[3]} : f32[1,5,4,32]\n"
+        "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,0,0,0,0,0,1,0,0,0,0,0,0,0,0,2]} : f32[1,2,2,8]\n",
+        "conv pair input [1,5,4,32] at stride 2");
+    /* a filter whose Cin is not both inputs' */
+    parse_fails(
+        "%0 = arg() : f32[1,2,2,16]\n%1 = arg() {i=[1]} : f32[1,1,40,8]\n%2 = arg() {i=[2]} : f32[8]\n"
+        "%3 = arg() {i=[3]} : f32[1,4,4,32]\n"
+        "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,0,0,0,0,0,1,0,0,0,0,0,0,0,0,2]} : f32[1,2,2,8]\n",
+        "conv pair filter [1,1,40,8] does not take inputs [1,2,2,16] and [1,4,4,32]");
+    /* not 1x1, padded, or without the second input */
+    parse_fails(
+        "%0 = arg() : f32[1,2,2,16]\n%1 = arg() {i=[1]} : f32[3,3,48,8]\n%2 = arg() {i=[2]} : f32[8]\n"
+        "%3 = arg() {i=[3]} : f32[1,4,4,32]\n"
+        "%4 = conv2d(%0, %1, %2, %3) {i=[1,1,1,1,1,1,1,1,0,1,0,0,0,0,0,0,0,0,2]} : f32[1,2,2,8]\n",
+        "conv pair needs a 1x1 filter without padding, got [3,3,48,8]");
+    parse_fails(
+        "%0 = arg() : f32[1,2,2,16]\n%1 = arg() {i=[1]} : f32[1,1,48,8]\n%2 = arg() {i=[2]} : f32[8]\n"
+        "%3 = conv2d(%0, %1, %2) {i=[1,1,1,1,0,0,0,0,0,1,0,0,0,0,0,0,0,0,2]} : f32[1,2,2,8]\n",
+        "conv pair (second-input stride 2) needs 4 inputs");
     /* a packed conv parses back (shape [1,2,2,17] from COUT) */
     parse_ok("%0 = arg() : f32[1,2,2,1]\n%1 = arg() {i=[1]} : f32[2,1,1,1,16]\n"
              "%2 = conv2d(%0, %1) {i=[1,1,1,1,0,0,0,0,0,0,1,17]} : f32[1,2,2,17]\n");
@@ -1046,6 +1165,7 @@ static Suite *rewrites_suite(void)
     tcase_add_test(tc, test_winograd_pass);
     tcase_add_test(tc, test_dwfuse_pass);
     tcase_add_test(tc, test_dwfuse_no_bias);
+    tcase_add_test(tc, test_pair_pass);
     tcase_add_test(tc, test_memplan_residual_in_place);
     tcase_add_test(tc, test_conv_shape_rule_errors);
     tcase_add_test(tc, test_pipeline_regions);

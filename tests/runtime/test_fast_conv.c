@@ -1030,6 +1030,182 @@ START_TEST(conv_next_weights)
 }
 END_TEST
 
+/* ---- conv pairs (TCRT_CONV_X2S) ---- */
+
+typedef struct PairCase {
+    int64_t n, h, w, c, sh, sw, h2, w2, c2, s, cout;
+    int act;
+} PairCase;
+
+static float *abs_copy(const float *v, int64_t n)
+{
+    float *a = malloc((size_t)(n ? n : 1) * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        a[i] = fabsf(v[i]);
+    return a;
+}
+
+/* y = act(x * wa + x2 (stride s) * wb + ba + bb).  Oracle: the plain
+ * reference convs on HWIO weights, x2's (with bb) stored first and passed
+ * as the residual of x's (with ba and act), the two as separate convs.
+ * Under test on the joined filter [1,1,C+C2,O] (wa's rows then wb's) and
+ * the summed bias: tcrt_fast_conv2d packed (each ISA, 1 and 2 threads),
+ * the reference kernel on the packed and on the HWIO joined filter, and the
+ * fast kernel with a workspace one byte short (falls back). */
+static void run_pair(const PairCase *c, const char *name)
+{
+    int64_t oh = (c->h - 1) / c->sh + 1, ow = (c->w - 1) / c->sw + 1, k = c->c + c->c2;
+    ck_assert_int_eq((c->h2 - 1) / c->s + 1, oh);
+    ck_assert_int_eq((c->w2 - 1) / c->s + 1, ow);
+    int64_t nx = c->n * c->h * c->w * c->c, nx2 = c->n * c->h2 * c->w2 * c->c2, ny = c->n * oh * ow * c->cout;
+    float *x = rand_buf(nx), *x2 = rand_buf(nx2), *wa = rand_buf(c->c * c->cout),
+          *wb = rand_buf(c->c2 * c->cout);
+    float *ba = rand_buf(c->cout), *bb = rand_buf(c->cout), *bsum = malloc((size_t)c->cout * sizeof(float));
+    float *t = malloc((size_t)ny * sizeof(float)), *ref = malloc((size_t)ny * sizeof(float)),
+          *got = malloc((size_t)ny * sizeof(float)), *mag = malloc((size_t)ny * sizeof(float));
+    float *wcat = malloc((size_t)(k * c->cout) * sizeof(float));
+    for (int64_t o = 0; o < c->cout; o++)
+        bsum[o] = ba[o] + bb[o];
+    memcpy(wcat, wa, (size_t)(c->c * c->cout) * sizeof(float));
+    memcpy(wcat + c->c * c->cout, wb, (size_t)(c->c2 * c->cout) * sizeof(float));
+    int64_t np = tcrt_conv_packed_floats(1, 1, k, c->cout);
+    float *pw = malloc((size_t)np * sizeof(float));
+    tcrt_pack_conv_weights(wcat, 1, 1, k, c->cout, pw);
+
+    tcrt_params q;
+    memset(&q, 0, sizeof q);
+    q.i[TCRT_CONV_SH] = q.i[TCRT_CONV_SW] = c->s;
+    q.i[TCRT_CONV_DH] = q.i[TCRT_CONV_DW] = 1;
+    tcrt_tensor tin[3] = {{x2, TCRT_F32, 4, {c->n, c->h2, c->w2, c->c2}},
+                          {wb, TCRT_F32, 4, {1, 1, c->c2, c->cout}},
+                          {bb, TCRT_F32, 1, {c->cout}}};
+    tcrt_tensor tout = {t, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
+    ck_assert_int_eq(tcrt_ref_conv2d(tin, 3, &tout, 1, &q), TCRT_OK);
+    tcrt_params p = q;
+    p.i[TCRT_CONV_SH] = c->sh, p.i[TCRT_CONV_SW] = c->sw, p.i[TCRT_CONV_ACT] = c->act;
+    p.f[0] = 0.125;
+    tcrt_tensor rin[4] = {{x, TCRT_F32, 4, {c->n, c->h, c->w, c->c}},
+                          {wa, TCRT_F32, 4, {1, 1, c->c, c->cout}},
+                          {ba, TCRT_F32, 1, {c->cout}},
+                          {t, TCRT_F32, 4, {c->n, oh, ow, c->cout}}};
+    tcrt_tensor rout = {ref, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
+    ck_assert_int_eq(tcrt_ref_conv2d(rin, 4, &rout, 1, &p), TCRT_OK);
+    /* magnitudes: |x2| * |wb| as x2's conv, passed as the residual of |x| * |wa| */
+    float *ax = abs_copy(x, nx), *ax2 = abs_copy(x2, nx2), *awa = abs_copy(wa, c->c * c->cout),
+          *awb = abs_copy(wb, c->c2 * c->cout), *at = malloc((size_t)ny * sizeof(float));
+    tcrt_tensor min_[2] = {{ax2, TCRT_F32, 4, {c->n, c->h2, c->w2, c->c2}},
+                           {awb, TCRT_F32, 4, {1, 1, c->c2, c->cout}}};
+    tcrt_tensor mt = {at, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
+    ck_assert_int_eq(tcrt_ref_conv2d(min_, 2, &mt, 1, &q), TCRT_OK);
+    tcrt_params pa = q;
+    pa.i[TCRT_CONV_SH] = c->sh, pa.i[TCRT_CONV_SW] = c->sw;
+    float *zero = calloc((size_t)c->cout, sizeof(float));
+    tcrt_tensor ma[4] = {{ax, TCRT_F32, 4, {c->n, c->h, c->w, c->c}},
+                         {awa, TCRT_F32, 4, {1, 1, c->c, c->cout}},
+                         {zero, TCRT_F32, 1, {c->cout}},
+                         {at, TCRT_F32, 4, {c->n, oh, ow, c->cout}}};
+    tcrt_tensor mout = {mag, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
+    ck_assert_int_eq(tcrt_ref_conv2d(ma, 4, &mout, 1, &pa), TCRT_OK);
+    free(ax), free(ax2), free(awa), free(awb), free(at), free(zero);
+
+    p.i[TCRT_CONV_X2S] = c->s;
+    p.i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_DIRECT;
+    p.i[TCRT_CONV_COUT] = c->cout;
+    tcrt_tensor in[4] = {{x, TCRT_F32, 4, {c->n, c->h, c->w, c->c}},
+                         {pw, TCRT_F32, 5, {(c->cout + 15) / 16, 1, 1, k, 16}},
+                         {bsum, TCRT_F32, 1, {c->cout}},
+                         {x2, TCRT_F32, 4, {c->n, c->h2, c->w2, c->c2}}};
+    tcrt_tensor out[2] = {{got, TCRT_F32, 4, {c->n, oh, ow, c->cout}}, {NULL, TCRT_U8, 1, {0}}};
+    size_t ws = tcrt_fast_conv2d_workspace(in, 4, out, &p);
+    ck_assert_msg(ws > 0, "%s: no workspace reported", name);
+    out[1].data = malloc(ws);
+    char what[200];
+    for (int isa = TCRT_ISA_PORTABLE; isa <= TCRT_ISA_AVX512; isa++) {
+        if (!tcrt_kern_isa_supported(isa))
+            continue;
+        int prev = tcrt_kern_force_isa(isa);
+        for (int th = 1; th <= 2; th++) {
+            tcrt_set_threads(th);
+            snprintf(what, sizeof what, "%s (%s, %d threads)", name, isa_name(isa), th);
+            for (int64_t i = 0; i < ny; i++)
+                got[i] = NAN;
+            out[1].dims[0] = (int64_t)ws;
+            ck_assert_int_eq(tcrt_fast_conv2d(in, 4, out, 2, &p), TCRT_OK);
+            check_out(got, ref, mag, ny, what, "");
+        }
+        tcrt_kern_force_isa(prev);
+    }
+    tcrt_set_threads(1);
+    /* fallbacks: a workspace one byte short, the reference on pw and on the
+     * HWIO joined filter */
+    for (int64_t i = 0; i < ny; i++)
+        got[i] = NAN;
+    out[1].dims[0] = (int64_t)ws - 1;
+    ck_assert_int_eq(tcrt_fast_conv2d(in, 4, out, 2, &p), TCRT_OK);
+    check_out(got, ref, mag, ny, name, ", short workspace");
+    for (int64_t i = 0; i < ny; i++)
+        got[i] = NAN;
+    ck_assert_int_eq(tcrt_ref_conv2d(in, 4, out, 1, &p), TCRT_OK);
+    check_out(got, ref, mag, ny, name, ", reference on the packed filter");
+    tcrt_params u = p;
+    u.i[TCRT_CONV_PACKED] = 0;
+    in[1] = (tcrt_tensor){wcat, TCRT_F32, 4, {1, 1, k, c->cout}};
+    for (int64_t i = 0; i < ny; i++)
+        got[i] = NAN;
+    ck_assert_int_eq(tcrt_fast_conv2d_workspace(in, 4, out, &u), 0);
+    ck_assert_int_eq(tcrt_fast_conv2d(in, 4, out, 2, &u), TCRT_OK);
+    check_out(got, ref, mag, ny, name, ", HWIO filter (reference)");
+    free(out[1].data), free(x), free(x2), free(wa), free(wb), free(ba), free(bb), free(bsum), free(t),
+        free(ref);
+    free(got), free(mag), free(wcat), free(pw);
+}
+
+START_TEST(conv_pair)
+{
+    const PairCase cases[] = {
+        /* a bottleneck's end at small scale: x2 at stride 2, kc 64 */
+        {1, 8, 8, 64, 1, 1, 16, 16, 64, 2, 80, TCRT_ACT_RELU},
+        /* 2 images, tiles across rows and images, x2 of odd size, kc 16 */
+        {2, 5, 7, 48, 1, 1, 9, 13, 32, 2, 33, TCRT_ACT_NONE},
+        /* x at stride 2, x2 at stride 1, kc 8 (24, 40) */
+        {1, 9, 9, 24, 2, 2, 5, 5, 40, 1, 17, TCRT_ACT_LEAKY},
+        /* x2 at stride 3, relu6 */
+        {1, 4, 4, 32, 1, 1, 10, 10, 32, 3, 64, TCRT_ACT_RELU6},
+        /* 7x7: 7-row tiles where the CPU has them */
+        {1, 7, 7, 64, 1, 1, 13, 13, 128, 2, 96, TCRT_ACT_RELU},
+        /* Cout block by block (1.5 MB of weights) */
+        {1, 3, 3, 256, 1, 1, 6, 6, 512, 2, 512, TCRT_ACT_RELU},
+        /* block by block with the taps in two groups (25 taps of 64) */
+        {1, 3, 3, 64, 1, 1, 5, 5, 1536, 2, 176, TCRT_ACT_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "pair #%zu", i);
+        run_pair(&cases[i], name);
+    }
+    /* bad geometry: x2 too small for the output; the fast kernel and the
+     * reference refuse it (no read past x2) */
+    PairCase c = cases[0];
+    float *x = rand_buf(c.h * c.w * c.c), *x2 = rand_buf(4 * 4 * c.c2), *bias = rand_buf(c.cout);
+    int64_t np = tcrt_conv_packed_floats(1, 1, c.c + c.c2, c.cout);
+    float *pw = rand_buf(np), *y = malloc((size_t)(c.h * c.w * c.cout) * sizeof(float));
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    p.i[TCRT_CONV_SH] = p.i[TCRT_CONV_SW] = p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = 1;
+    p.i[TCRT_CONV_X2S] = 2, p.i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_DIRECT, p.i[TCRT_CONV_COUT] = c.cout;
+    tcrt_tensor in[4] = {{x, TCRT_F32, 4, {1, c.h, c.w, c.c}},
+                         {pw, TCRT_F32, 5, {(c.cout + 15) / 16, 1, 1, c.c + c.c2, 16}},
+                         {bias, TCRT_F32, 1, {c.cout}},
+                         {x2, TCRT_F32, 4, {1, 4, 4, c.c2}}};
+    char ws[4096];
+    tcrt_tensor out[2] = {{y, TCRT_F32, 4, {1, c.h, c.w, c.cout}}, {ws, TCRT_U8, 1, {sizeof ws}}};
+    ck_assert_int_eq(tcrt_fast_conv2d_workspace(in, 4, out, &p), 0);
+    ck_assert_int_ne(tcrt_fast_conv2d(in, 4, out, 2, &p), TCRT_OK);
+    ck_assert_int_ne(tcrt_ref_conv2d(in, 4, out, 1, &p), TCRT_OK);
+    free(x), free(x2), free(bias), free(pw), free(y);
+}
+END_TEST
+
 START_TEST(isa_cap)
 {
     /* the portable kernel is always there; a cap never picks an unsupported ISA */
@@ -1062,6 +1238,7 @@ int main(void)
     tcase_add_test(tc, conv_small_workspace);
     tcase_add_test(tc, matmul_cases);
     tcase_add_test(tc, conv_next_weights);
+    tcase_add_test(tc, conv_pair);
     tcase_add_test(tc, isa_cap);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
