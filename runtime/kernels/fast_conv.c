@@ -18,6 +18,10 @@
  * PATCH_MAX_ROW floats: stem convs over 3 channels), where a row that
  * touches the padding is copied with its zeros into a per-thread patch so
  * that every tile runs one pointer per kernel row.
+ * A conv pair (TCRT_CONV_X2S: two 1x1 convs summed, the second over x2 at
+ * stride s2) runs as one 1x1 conv whose Cin is both inputs': its K is
+ * taps of kc = gcd(C, C2) values, the first C/kc at the pixel's x vector,
+ * the rest at its x2 vector (pair_pointers).
  * Work split, two orders by the size of the packed weights:
  *  - up to CONV_L2_WEIGHTS (512 KB): tile-major, tasks are chunks of tiles,
  *    each tile meeting every Cout block of NR (all weights stay in L2), so
