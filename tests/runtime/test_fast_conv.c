@@ -243,6 +243,9 @@ START_TEST(conv_cases)
         {"cout 28 residual", {1, 7, 8, 13, 3, 3, 28, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_LEAKY}},
         {"deep split cout 24", {1, 4, 5, 1100, 3, 3, 24, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
         {"deep split cout 28", {1, 3, 5, 1024, 3, 3, 28, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_NONE}},
+        /* taps split with 8 Cout blocks or more: whole blocks as tasks at 2
+         * threads (2 tap groups of 176-channel taps) */
+        {"split whole blocks", {1, 2, 2, 176, 3, 3, 460, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_RELU}},
         /* tile-major (weights under 1 MB) with several Cout blocks and many tiles */
         {"tile major", {2, 9, 10, 40, 3, 3, 200, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}},
     };
