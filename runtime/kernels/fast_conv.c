@@ -305,7 +305,7 @@ typedef struct PConv {
     float alpha;
     int64_t wm; /* Winograd tile (TCRT_CONV_PACK_WINO: 2, TCRT_CONV_PACK_WINO4: 4), 0: direct */
     /* a conv pair (TCRT_CONV_X2S): the second input x2 [N,H2,W2,C2] read at
-     * stride s2; x2 NULL otherwise */
+     * stride s2; s2 0 (and x2 NULL) otherwise */
     const float *x2;
     int64_t H2, W2, C2, s2;
     /* the packed K as taps of kc: KH*KW taps of C, or for a pair (C+C2)/kc
@@ -1654,10 +1654,16 @@ static void wino_input(const WinoJob *j, int64_t t0, int64_t nt, float *V)
     }
 }
 
+/* Columns of the Cout chunk from col0 (WINO_CC, fewer in the last). */
+static int64_t wino_chunk_cols(const PConv *g, int64_t col0)
+{
+    return g->O - col0 < WINO_CC ? g->O - col0 : WINO_CC;
+}
+
 /* The GEMMs of nt tiles: M[f][t][0..ccw) = V[f][t][0..C) x U[f][0..C)[col0 ..).
- * ncol0 >= 0: the Cout chunk this task runs next (ncw columns). */
+ * ncol0 >= 0: the Cout chunk this task runs next. */
 static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, const float *V, float *M,
-                      int64_t ncol0, int64_t ncw)
+                      int64_t ncol0)
 {
     const PConv *g = j->g;
     const int64_t mr = j->k.mr, nr = j->k.nr;
@@ -1676,7 +1682,7 @@ static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, c
         PfShare pfs = f + 1 < j->pts ? pf_share(g->w + (col0 / TCRT_PACK_NR) * j->pstride, (f + 1) * part,
                                                 j->pstride, div_up(ccw, TCRT_PACK_NR), part, calls, 0)
                       : ncol0 >= 0   ? pf_share(g->w + (ncol0 / TCRT_PACK_NR) * j->pstride, 0, j->pstride,
-                                                div_up(ncw, TCRT_PACK_NR), part, calls, 0)
+                                                div_up(wino_chunk_cols(g, ncol0), TCRT_PACK_NR), part, calls, 0)
                                      : pf_share(NULL, 0, 0, 0, 0, 1, 0);
         for (int64_t r0 = 0; r0 < nt; r0 += mr) {
             int64_t m = nt - r0 < mr ? nt - r0 : mr;
@@ -1767,10 +1773,9 @@ static void wino_task(void *ctx, int64_t task, int tid)
     float *V = j->ws + (int64_t)tid * j->slot, *M = V + j->pts * j->tb * j->cpad;
     wino_input(j, t0, nt, V);
     for (int64_t q = grp * j->gq; q < (grp + 1) * j->gq && q < j->nq; q++) {
-        int64_t col0 = q * WINO_CC, ccw = j->g->O - col0 < WINO_CC ? j->g->O - col0 : WINO_CC;
+        int64_t col0 = q * WINO_CC, ccw = wino_chunk_cols(j->g, col0);
         int64_t ncol0 = q + 1 < (grp + 1) * j->gq && q + 1 < j->nq ? col0 + WINO_CC : -1;
-        wino_gemm(j, nt, col0, ccw, V, M, ncol0,
-                  ncol0 >= 0 && j->g->O - ncol0 < WINO_CC ? j->g->O - ncol0 : WINO_CC);
+        wino_gemm(j, nt, col0, ccw, V, M, ncol0);
         wino_output(j, t0, nt, col0, ccw, M);
     }
 }

@@ -1048,9 +1048,37 @@ static float *abs_copy(const float *v, int64_t n)
     return a;
 }
 
-/* y = act(x * wa + x2 (stride s) * wb + ba + bb).  Oracle: the plain
- * reference convs on HWIO weights, x2's (with bb) stored first and passed
- * as the residual of x's (with ba and act), the two as separate convs.
+/* The oracle of a pair case: x2's conv (stride s, bias bb) stored first,
+ * then passed as the residual of x's (strides sh/sw, bias ba, act), each
+ * by tcrt_ref_conv2d on HWIO weights. */
+static void two_convs(const PairCase *c, float *x, float *x2, float *wa, float *wb, float *ba, float *bb,
+                      int act, float *y)
+{
+    int64_t oh = (c->h - 1) / c->sh + 1, ow = (c->w - 1) / c->sw + 1;
+    float *t = malloc((size_t)(c->n * oh * ow * c->cout) * sizeof(float));
+    tcrt_params q;
+    memset(&q, 0, sizeof q);
+    q.i[TCRT_CONV_SH] = q.i[TCRT_CONV_SW] = c->s;
+    q.i[TCRT_CONV_DH] = q.i[TCRT_CONV_DW] = 1;
+    tcrt_tensor tin[3] = {{x2, TCRT_F32, 4, {c->n, c->h2, c->w2, c->c2}},
+                          {wb, TCRT_F32, 4, {1, 1, c->c2, c->cout}},
+                          {bb, TCRT_F32, 1, {c->cout}}};
+    tcrt_tensor tout = {t, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
+    ck_assert_int_eq(tcrt_ref_conv2d(tin, 3, &tout, 1, &q), TCRT_OK);
+    tcrt_params p = q;
+    p.i[TCRT_CONV_SH] = c->sh, p.i[TCRT_CONV_SW] = c->sw, p.i[TCRT_CONV_ACT] = act;
+    p.f[0] = 0.125;
+    tcrt_tensor rin[4] = {{x, TCRT_F32, 4, {c->n, c->h, c->w, c->c}},
+                          {wa, TCRT_F32, 4, {1, 1, c->c, c->cout}},
+                          {ba, TCRT_F32, 1, {c->cout}},
+                          {t, TCRT_F32, 4, {c->n, oh, ow, c->cout}}};
+    tcrt_tensor rout = {y, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
+    ck_assert_int_eq(tcrt_ref_conv2d(rin, 4, &rout, 1, &p), TCRT_OK);
+    free(t);
+}
+
+/* y = act(x * wa + x2 (stride s) * wb + ba + bb).  Oracle: two_convs, the
+ * two convs one after the other.
  * Under test on the joined filter [1,1,C+C2,O] (wa's rows then wb's) and
  * the summed bias: tcrt_fast_conv2d packed (each ISA, 1 and 2 threads),
  * the reference kernel on the packed and on the HWIO joined filter, and the
@@ -1064,8 +1092,8 @@ static void run_pair(const PairCase *c, const char *name)
     float *x = rand_buf(nx), *x2 = rand_buf(nx2), *wa = rand_buf(c->c * c->cout),
           *wb = rand_buf(c->c2 * c->cout);
     float *ba = rand_buf(c->cout), *bb = rand_buf(c->cout), *bsum = malloc((size_t)c->cout * sizeof(float));
-    float *t = malloc((size_t)ny * sizeof(float)), *ref = malloc((size_t)ny * sizeof(float)),
-          *got = malloc((size_t)ny * sizeof(float)), *mag = malloc((size_t)ny * sizeof(float));
+    float *ref = malloc((size_t)ny * sizeof(float)), *got = malloc((size_t)ny * sizeof(float)),
+          *mag = malloc((size_t)ny * sizeof(float));
     float *wcat = malloc((size_t)(k * c->cout) * sizeof(float));
     for (int64_t o = 0; o < c->cout; o++)
         bsum[o] = ba[o] + bb[o];
@@ -1075,42 +1103,18 @@ static void run_pair(const PairCase *c, const char *name)
     float *pw = malloc((size_t)np * sizeof(float));
     tcrt_pack_conv_weights(wcat, 1, 1, k, c->cout, pw);
 
-    tcrt_params q;
-    memset(&q, 0, sizeof q);
-    q.i[TCRT_CONV_SH] = q.i[TCRT_CONV_SW] = c->s;
-    q.i[TCRT_CONV_DH] = q.i[TCRT_CONV_DW] = 1;
-    tcrt_tensor tin[3] = {{x2, TCRT_F32, 4, {c->n, c->h2, c->w2, c->c2}},
-                          {wb, TCRT_F32, 4, {1, 1, c->c2, c->cout}},
-                          {bb, TCRT_F32, 1, {c->cout}}};
-    tcrt_tensor tout = {t, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
-    ck_assert_int_eq(tcrt_ref_conv2d(tin, 3, &tout, 1, &q), TCRT_OK);
-    tcrt_params p = q;
-    p.i[TCRT_CONV_SH] = c->sh, p.i[TCRT_CONV_SW] = c->sw, p.i[TCRT_CONV_ACT] = c->act;
-    p.f[0] = 0.125;
-    tcrt_tensor rin[4] = {{x, TCRT_F32, 4, {c->n, c->h, c->w, c->c}},
-                          {wa, TCRT_F32, 4, {1, 1, c->c, c->cout}},
-                          {ba, TCRT_F32, 1, {c->cout}},
-                          {t, TCRT_F32, 4, {c->n, oh, ow, c->cout}}};
-    tcrt_tensor rout = {ref, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
-    ck_assert_int_eq(tcrt_ref_conv2d(rin, 4, &rout, 1, &p), TCRT_OK);
-    /* magnitudes: |x2| * |wb| as x2's conv, passed as the residual of |x| * |wa| */
+    two_convs(c, x, x2, wa, wb, ba, bb, c->act, ref);
+    /* magnitudes: the same two convs on |x|, |x2|, |wa|, |wb|, no bias */
     float *ax = abs_copy(x, nx), *ax2 = abs_copy(x2, nx2), *awa = abs_copy(wa, c->c * c->cout),
-          *awb = abs_copy(wb, c->c2 * c->cout), *at = malloc((size_t)ny * sizeof(float));
-    tcrt_tensor min_[2] = {{ax2, TCRT_F32, 4, {c->n, c->h2, c->w2, c->c2}},
-                           {awb, TCRT_F32, 4, {1, 1, c->c2, c->cout}}};
-    tcrt_tensor mt = {at, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
-    ck_assert_int_eq(tcrt_ref_conv2d(min_, 2, &mt, 1, &q), TCRT_OK);
-    tcrt_params pa = q;
-    pa.i[TCRT_CONV_SH] = c->sh, pa.i[TCRT_CONV_SW] = c->sw;
-    float *zero = calloc((size_t)c->cout, sizeof(float));
-    tcrt_tensor ma[4] = {{ax, TCRT_F32, 4, {c->n, c->h, c->w, c->c}},
-                         {awa, TCRT_F32, 4, {1, 1, c->c, c->cout}},
-                         {zero, TCRT_F32, 1, {c->cout}},
-                         {at, TCRT_F32, 4, {c->n, oh, ow, c->cout}}};
-    tcrt_tensor mout = {mag, TCRT_F32, 4, {c->n, oh, ow, c->cout}};
-    ck_assert_int_eq(tcrt_ref_conv2d(ma, 4, &mout, 1, &pa), TCRT_OK);
-    free(ax), free(ax2), free(awa), free(awb), free(at), free(zero);
+          *awb = abs_copy(wb, c->c2 * c->cout), *zero = calloc((size_t)c->cout, sizeof(float));
+    two_convs(c, ax, ax2, awa, awb, zero, zero, TCRT_ACT_NONE, mag);
+    free(ax), free(ax2), free(awa), free(awb), free(zero);
 
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    p.i[TCRT_CONV_SH] = c->sh, p.i[TCRT_CONV_SW] = c->sw, p.i[TCRT_CONV_ACT] = c->act;
+    p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = 1;
+    p.f[0] = 0.125;
     p.i[TCRT_CONV_X2S] = c->s;
     p.i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_DIRECT;
     p.i[TCRT_CONV_COUT] = c->cout;
@@ -1158,8 +1162,7 @@ static void run_pair(const PairCase *c, const char *name)
     ck_assert_int_eq(tcrt_fast_conv2d_workspace(in, 4, out, &u), 0);
     ck_assert_int_eq(tcrt_fast_conv2d(in, 4, out, 2, &u), TCRT_OK);
     check_out(got, ref, mag, ny, name, ", HWIO filter (reference)");
-    free(out[1].data), free(x), free(x2), free(wa), free(wb), free(ba), free(bb), free(bsum), free(t),
-        free(ref);
+    free(out[1].data), free(x), free(x2), free(wa), free(wb), free(ba), free(bb), free(bsum), free(ref);
     free(got), free(mag), free(wcat), free(pw);
 }
 
