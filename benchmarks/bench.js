@@ -13,7 +13,8 @@
 //     model once; the tfcc executable is started per measurement with `--repeat M --threads T` (it loads
 //     the feeds, runs once untimed, then M timed runs, and prints their median). A round measures every
 //     engine at every thread count, one after the other (tfcc, ORT, torch for T=1, then the same for T=2);
-//     K rounds; reported: the median over rounds of the per-round medians ("median of medians").
+//     K rounds, swept over the models (round 1 of every model, then round 2, ...: each model's rounds spread over
+//     the whole run); reported: the median over rounds of the per-round medians ("median of medians").
 //     Each peer's output is compared with tfcc's (and with the export's or corpus' reference output).
 // Settling: before every measurement the harness waits (at most 500 ms) for 30 ms of idle CPUs.
 // Busy detection: around every measurement, /proc/stat's busy CPU time minus the CPU time of this
@@ -23,7 +24,8 @@
 // Per benchmarked model: compile time (tfcc's own + cc, from --stats), code size without weights (size(1)'s
 //     text+data minus the .incbin'd weights symbol), peak RSS of the executable (/usr/bin/time %M) against
 //     weights + planned arena (--stats).
-// (s) SGEMM: the output of the sgemm benchmark binary (benchmarks/sgemm.c, built by meson), if it exists.
+// (s) SGEMM: the sgemm benchmark binary (benchmarks/sgemm.c, built by meson), if it exists, run after the first,
+//     the middle and the last round; per goal row the median of its runs.
 // (a) Compile time of every corpus model with a reference and no control flow (checked against the reference).
 // (c) Memory: planned arena vs the sum of all intermediates, per corpus model.
 'use strict';
@@ -279,49 +281,61 @@ const fmtAgree = (c) => (!c ? '-' : c.note ? c.note : `${fmtDiff(c.diff)}${c.ok 
 // ---------------------------------------------------------------- run-time benchmark of one model
 // m = {name, kind: 'onnx'|'tf', exe, feeds: [[name, file]], fetch: [names], refDir (expected outputs dir),
 //      peers: [{key, label, start: () => Promise<Peer>}]}
-async function benchModel(a, m) {
+// Three phases, so that main can sweep its rounds over all models (round r of every model, then round r + 1):
+// startModel (peers started, one untimed warm-up pass), roundModel (one round), finishModel (peers' peak
+// RSS, peers closed, agreement of the outputs).
+async function startModel(a, m) {
   const res = { name: m.name, kind: m.kind, rows: {}, peers: {}, agree: {}, rss: {}, notes: [...(m.notes || [])] };
   for (const pd of m.peers) {
     const p = await pd.start();
     if (p.info && p.info.ready) res.peers[pd.key] = { peer: p, label: pd.label, info: p.info, threads: pd.threads };
     else { res.notes.push(`${pd.label} did not start: ${(p.info && p.info.error) || p.dead || 'no answer'}`); await p.close(); }
   }
-  const engines = [['tfcc', null], ...Object.keys(res.peers).map((k) => [k, res.peers[k]])];
-  const outDir = (key, t) => path.join(a.work, 'out', m.name, `${key}_t${t}`);
-  const add = (key, t, v) => { const k = `${key}@${t}`; (res.rows[k] = res.rows[k] || { ms: [], others: [], err: null }); if (v.err) res.rows[k].err = v.err; else { res.rows[k].ms.push(v.ms); res.rows[k].others.push(v.others); } };
-  const once = async (key, pe, t) => {
-    await settle();
-    const dir = outDir(key, pe && pe.threads === 1 ? 1 : t); fs.mkdirSync(dir, { recursive: true });
-    if (key === 'tfcc') {
-      const x = await measured(async () => runExe(m.exe, m.feeds, dir, ['--repeat', String(a.repeat), '--threads', String(t)]));
-      if (!x.r.ok || Number.isNaN(x.r.median)) return { err: x.r.ok ? 'printed no median_ms=' : x.r.err };
-      res.rss[t] = Math.max(res.rss[t] || 0, x.r.rss);
-      return { ms: x.r.median, others: x.others };
-    }
-    const x = await measured(() => pe.peer.request({ threads: t, warmup: a.warmup, repeat: a.repeat, out: dir }), pe.peer.proc.pid);
-    if (x.r.error) return { err: x.r.error };
-    return { ms: x.r.median_ms, others: x.others };
-  };
+  const st = { a, m, res, engines: [['tfcc', null], ...Object.keys(res.peers).map((k) => [k, res.peers[k]])] };
   // warm-up pass (page cache, peers' first session per thread count), not recorded
-  for (const t of a.threadList) for (const [key, pe] of engines) if (!pe || pe.threads !== 1 || t === a.threadList[0]) await once(key, pe, t);
-  for (let r = 0; r < a.rounds; r++) {
-    for (const t of a.threadList) {
-      for (const [key, pe] of engines) {
-        if (pe && pe.threads === 1 && t !== a.threadList[0]) continue; // single-threaded peer: once per round
-        add(key, pe && pe.threads === 1 ? 1 : t, await once(key, pe, t));
-      }
+  for (const t of a.threadList) for (const [key, pe] of st.engines) if (!pe || pe.threads !== 1 || t === a.threadList[0]) await once(st, key, pe, t);
+  return st;
+}
+const outDirOf = (st, key, t) => path.join(st.a.work, 'out', st.m.name, `${key}_t${t}`);
+// one measurement of engine `key` (pe: its peer, null for tfcc) at t threads: {ms, others} or {err}
+async function once(st, key, pe, t) {
+  const { a, m, res } = st;
+  await settle();
+  const dir = outDirOf(st, key, pe && pe.threads === 1 ? 1 : t); fs.mkdirSync(dir, { recursive: true });
+  if (key === 'tfcc') {
+    const x = await measured(async () => runExe(m.exe, m.feeds, dir, ['--repeat', String(a.repeat), '--threads', String(t)]));
+    if (!x.r.ok || Number.isNaN(x.r.median)) return { err: x.r.ok ? 'printed no median_ms=' : x.r.err };
+    res.rss[t] = Math.max(res.rss[t] || 0, x.r.rss);
+    return { ms: x.r.median, others: x.others };
+  }
+  if (!pe.peer) return { err: `${pe.label} is closed` };
+  const x = await measured(() => pe.peer.request({ threads: t, warmup: a.warmup, repeat: a.repeat, out: dir }), pe.peer.proc.pid);
+  if (x.r.error) return { err: x.r.error };
+  return { ms: x.r.median_ms, others: x.others };
+}
+// one round: for each thread count, every engine one after the other
+async function roundModel(st) {
+  const { a, res } = st;
+  const add = (key, t, v) => { const k = `${key}@${t}`; (res.rows[k] = res.rows[k] || { ms: [], others: [], err: null }); if (v.err) res.rows[k].err = v.err; else { res.rows[k].ms.push(v.ms); res.rows[k].others.push(v.others); } };
+  for (const t of a.threadList) {
+    for (const [key, pe] of st.engines) {
+      if (pe && pe.threads === 1 && t !== a.threadList[0]) continue; // single-threaded peer: once per round
+      add(key, pe && pe.threads === 1 ? 1 : t, await once(st, key, pe, t));
     }
   }
+}
+async function finishModel(st) {
+  const { a, m, res } = st;
   for (const k of Object.keys(res.peers)) { res.peers[k].hwm = vmHWM(res.peers[k].peer.proc.pid); await res.peers[k].peer.close(); delete res.peers[k].peer; }
   // agreement: each peer (its last output) vs tfcc with the same thread count (tfcc 1 thread for 1-thread peers)
   for (const t of a.threadList) {
-    const mine = outDir('tfcc', t);
+    const mine = outDirOf(st, 'tfcc', t);
     if (m.refDir) res.agree[`ref@${t}`] = agree(m.fetch, mine, m.refDir);
     for (const k of Object.keys(res.peers)) {
       const pt = res.peers[k].threads === 1 ? 1 : t;
       if (res.rows[`${k}@${pt}`] && !res.rows[`${k}@${pt}`].err) {
-        res.agree[`${k}@${t}`] = agree(m.fetch, mine, outDir(k, pt));
-        if (m.refDir) res.agree[`${k}ref@${t}`] = agree(m.fetch, outDir(k, pt), m.refDir);
+        res.agree[`${k}@${t}`] = agree(m.fetch, mine, outDirOf(st, k, pt));
+        if (m.refDir) res.agree[`${k}ref@${t}`] = agree(m.fetch, outDirOf(st, k, pt), m.refDir);
       }
     }
   }
@@ -361,6 +375,17 @@ async function sgemm(a) {
   const rows = [...out.matchAll(/^sgemm (\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)%/gm)].map((r) => ({ n: Number(r[1]), threads: Number(r[2]), gflops: Number(r[3]), pct: Number(r[4]) }));
   const nmax = Math.max(...rows.map((r) => r.n));
   return { out, rows: rows.filter((r) => r.n === nmax), others: m.others, note: rows.length ? '' : 'no "sgemm N THREADS GFLOP/s PCT%" row in its output' };
+}
+// The SGEMM result of several runs of the binary (spread over the benchmark): per goal row (n, threads) the
+// median of the runs' percentages (and GFLOP/s), with every run's value in `runs`; out = the first run's output.
+function sgemmMedian(runs) {
+  const ok = runs.filter((r) => r.rows && r.rows.length);
+  if (!ok.length) return runs[0];
+  const rows = ok[0].rows.map((r0) => {
+    const same = ok.map((x) => x.rows.find((r) => r.n === r0.n && r.threads === r0.threads)).filter(Boolean);
+    return { n: r0.n, threads: r0.threads, pct: median(same.map((r) => r.pct)), gflops: median(same.map((r) => r.gflops)), runs: same.map((r) => r.pct) };
+  });
+  return { out: ok[0].out, rows, others: Math.max(...ok.map((x) => x.others)), n: ok.length, after: ok.map((x) => x.round).filter(Boolean), note: ok.length < runs.length ? `${runs.length - ok.length} of ${runs.length} SGEMM runs failed` : '' };
 }
 
 // ---------------------------------------------------------------- main
@@ -410,12 +435,31 @@ async function main() {
     bench.push({ name: n, kind: 'tf', model: path.join(a.models, file), feedSpec: tfFeeds(io), fetchSpec: fetch, feeds, fetch, refDir: rdir,
       peers: [{ key: 'tfjs', label: 'TF.js wasm', threads: 1, start: () => Peer.start('TF.js wasm', process.execPath, targs) }] });
   }
+  const started = [];
   for (const m of bench) {
     m.exe = path.join(a.work, 'exe', m.name);
     const c = compile(a, m.model, m.feedSpec, m.fetchSpec, m.exe);
     if (!c.ok) { runRes.push({ name: m.name, kind: m.kind, skipped: `tfcc compile failed: ${c.err}`, c }); console.log(`FAIL ${m.name}: ${c.err}`); continue; }
-    const res = await benchModel(a, m);
-    res.c = c; res.size = codeSize(m.exe); res.baseRss = baselineRss(m.exe);
+    const st = await startModel(a, m);
+    st.c = c;
+    started.push(st);
+  }
+  // the rounds sweep over all models (round r of each, then round r + 1), so each model's rounds spread over
+  // the whole run and a stretch in which the host is slower (it comes and goes over minutes) falls on a
+  // few rounds of every model rather than on all rounds of one; the SGEMM binary runs after the first,
+  // the middle and the last round
+  const sgAt = new Set([0, Math.floor((a.rounds - 1) / 2), a.rounds - 1]);
+  const sgRuns = [];
+  for (let r = 0; r < a.rounds; r++) {
+    for (const st of started) await roundModel(st);
+    console.log(`round ${r + 1}/${a.rounds} done (${started.map((st) => `${st.m.name} ${fmt(st.res.rows['tfcc@' + a.threadList[a.threadList.length - 1]] ? st.res.rows['tfcc@' + a.threadList[a.threadList.length - 1]].ms.slice(-1)[0] : NaN, 2)}`).join(', ')} ms)`);
+    if (sgAt.has(r)) sgRuns.push({ ...(await sgemm(a)), round: r + 1 });
+  }
+  if (!sgRuns.length) sgRuns.push(await sgemm(a));
+  for (const st of started) {
+    const res = await finishModel(st);
+    const m = st.m;
+    res.c = st.c; res.size = codeSize(m.exe); res.baseRss = baselineRss(m.exe);
     for (const k of Object.keys(res.peers)) { const v = res.peers[k].info.version; if (v) versions[k] = v; }
     runRes.push(res);
     const parts = [];
@@ -426,9 +470,9 @@ async function main() {
   }
   const runEnd = load();
 
-  // (s) SGEMM
-  const sg = await sgemm(a);
-  console.log(sg.out ? `sgemm:\n${sg.out}` : `sgemm: ${sg.note}`);
+  // (s) SGEMM: the median of its runs
+  const sg = sgemmMedian(sgRuns);
+  console.log(sg.out ? `sgemm (first run):\n${sg.out}` : `sgemm: ${sg.note}`);
 
   // (a) + (c) compile time of the corpus
   const manifest = JSON.parse(fs.readFileSync(path.join(a.models, 'manifest.json'), 'utf8'));
@@ -492,7 +536,7 @@ function report(a, mach, versions, loads, runRes, sg, res) {
     L.push(`| TF.js wasm / tfcc >= ${GOAL.tfjs} | ${r.name} | 1 | ${fmt(q, 2)}x | ${met(Number.isNaN(q) ? null : q >= GOAL.tfjs, r, 1)} |`);
   }
   if (sg.rows && sg.rows.length) {
-    for (const r of sg.rows) L.push(`| SGEMM >= ${GOAL.sgemm}% of FMA peak | ${r.n}x${r.n}x${r.n} | ${r.threads} | ${fmt(r.pct, 1)}% (${fmt(r.gflops, 1)} GFLOP/s) | ${r.pct >= GOAL.sgemm ? 'yes' : 'no'}${r.threads >= 2 && sg.others > a.busy ? ' (busy)' : ''} |`);
+    for (const r of sg.rows) L.push(`| SGEMM >= ${GOAL.sgemm}% of FMA peak | ${r.n}x${r.n}x${r.n} | ${r.threads} | ${fmt(r.pct, 1)}% (${fmt(r.gflops, 1)} GFLOP/s${r.runs && r.runs.length > 1 ? `; runs ${r.runs.map((v) => fmt(v, 1)).join(' / ')}%` : ''}) | ${r.pct >= GOAL.sgemm ? 'yes' : 'no'}${r.threads >= 2 && sg.others > a.busy ? ' (busy)' : ''} |`);
   } else L.push(`| SGEMM >= ${GOAL.sgemm}% of FMA peak | - | - | - | not measured |`);
   for (const r of done) {
     const s = r.c.stats || {}; const lim = s.weights_bytes + s.arena_bytes;
@@ -529,8 +573,10 @@ function report(a, mach, versions, loads, runRes, sg, res) {
     `  spinning. PyTorch: \`torch.set_num_threads(T)\`, \`set_num_interop_threads(1)\`, eval mode, \`torch.inference_mode()\`; mode \`${a['torch-mode']}\``,
     '  (jit = `torch.jit.trace` + `freeze` + `optimize_for_inference`, oneDNN; eager where tracing fails; *torch mode* column). TF.js wasm is',
     '  single-threaded in Node: measured once per round and compared with tfcc at 1 and 2 threads.',
-    `- Interleaving: one untimed warm-up pass over all engines, then ${a.rounds} rounds; a round measures, for T = ${ts.join(' then ')}, tfcc, then each peer,`,
-    '  one after the other. Reported: the median over rounds of the per-round medians (ms per inference, batch 1); ratios are of these medians.',
+    `- Interleaving: per model one untimed warm-up pass over all engines, then ${a.rounds} rounds; a round measures, for T = ${ts.join(' then ')}, tfcc, then each peer,`,
+    '  one after the other. The rounds sweep over all models (round 1 of every model, then round 2, ...), so every model\'s rounds spread over the',
+    '  whole run, and a stretch in which the host runs slower (it comes and goes over minutes) falls on a few rounds of each model, not on all',
+    '  rounds of one. Reported: the median over rounds of the per-round medians (ms per inference, batch 1); ratios are of these medians.',
     `- Busy detection: around every measurement the harness reads /proc/stat and subtracts the CPU time of itself, its reaped children (the tfcc`,
     '  executable) and the measured peer; the rest is CPU used by *other* processes, in cores. Column *others*: the largest, over the engines of',
     `  the row, of the median over rounds. A row is marked *busy* (unreliable) when it exceeds ${a.busy} cores with 2 threads, ${Math.max(a.busy, mach.cores - 1)} with 1 thread.`,
@@ -593,8 +639,9 @@ function report(a, mach, versions, loads, runRes, sg, res) {
 
   // SGEMM
   L.push('## SGEMM', '');
-  if (sg.out) L.push(`Output of \`${a.sgemm.startsWith(ROOT) ? path.relative(ROOT, a.sgemm) : a.sgemm}\` (benchmarks/sgemm.c; its 1-thread rows use CPU time, 2-thread rows wall time).`,
-    `Other processes used ${fmt(sg.others, 2)} cores on average while it ran${sg.others > a.busy ? ': its 2-thread rows are unreliable' : ''}.`, '', '```', sg.out, '```', '');
+  if (sg.out) L.push(`Output of the first of ${sg.n || 1} runs of \`${a.sgemm.startsWith(ROOT) ? path.relative(ROOT, a.sgemm) : a.sgemm}\` (benchmarks/sgemm.c; its 1-thread rows use CPU time, 2-thread rows wall time).`,
+    ...(sg.n > 1 ? [`It ran after round${sg.after.length > 1 ? 's' : ''} ${sg.after.join(', ')} of the ${a.rounds} of the run-time benchmark; the goal rows above give the median of the runs and each run's value.`] : []),
+    `Other processes used at most ${fmt(sg.others, 2)} cores on average while a run ran${sg.others > a.busy ? ': its 2-thread rows are unreliable' : ''}.`, '', '```', sg.out, '```', '');
   if (sg.note) L.push(sg.note, '');
 
   // (a)
