@@ -258,6 +258,24 @@ struct IrGraph {
 IrGraph *ir_graph_new(const XxAlloc *a, Status *st);
 void ir_graph_free(IrGraph *g);
 void ir_graph_set_origin(IrGraph *g, const char *tf_name, const char *tf_op);
+/* The origin stamped on new nodes, saved and set to `like`'s by ir_origin_like,
+ * put back by ir_origin_restore: a pass that rebuilds a node credits what it
+ * emits to the node it stands for (errors and --profile name that node). */
+typedef struct IrOrigin {
+    const char *origin, *op;
+} IrOrigin;
+static inline IrOrigin ir_origin_like(IrGraph *g, const IrNode *like)
+{
+    IrOrigin saved = {g->cur_origin, g->cur_origin_op};
+    g->cur_origin = like->origin;
+    g->cur_origin_op = like->origin_op;
+    return saved;
+}
+static inline void ir_origin_restore(IrGraph *g, IrOrigin saved)
+{
+    g->cur_origin = saved.origin;
+    g->cur_origin_op = saved.op;
+}
 
 /* Builds a node: checks arity and dtypes, runs the op's shape rule (and, with
  * g->fold_on_build, folds when every input is constant, returning the CONST

@@ -137,12 +137,9 @@ static IrNode *rebuild(IrGraph *g, const Contr *k, const IrValue *in, int n_in, 
                        IrNode *replaces, Status *st)
 {
     IrNode *c = k->c;
-    const char *o = g->cur_origin, *oo = g->cur_origin_op;
-    g->cur_origin = c->origin;
-    g->cur_origin_op = c->origin_op;
+    IrOrigin saved = ir_origin_like(g, c);
     IrNode *n = ir_emit(g, c->op, in, n_in, p, NULL, st);
-    g->cur_origin = o;
-    g->cur_origin_op = oo;
+    ir_origin_restore(g, saved);
     if (!n)
         return NULL;
     n->device = c->device;
@@ -156,12 +153,9 @@ static IrNode *rebuild(IrGraph *g, const Contr *k, const IrValue *in, int n_in, 
 
 static IrValue new_const(IrGraph *g, const IrNode *like, const IrShape *s, const float *data, Status *st)
 {
-    const char *o = g->cur_origin, *oo = g->cur_origin_op;
-    g->cur_origin = like->origin;
-    g->cur_origin_op = like->origin_op;
+    IrOrigin saved = ir_origin_like(g, like);
     IrValue v = ir_const(g, TCRT_F32, s, data, st);
-    g->cur_origin = o;
-    g->cur_origin_op = oo;
+    ir_origin_restore(g, saved);
     return v;
 }
 

@@ -145,12 +145,9 @@ static void uses_add(Uses *u, const IrNode *n, int k)
 static IrNode *emit_as(IrGraph *g, const IrNode *like, Op op, const IrValue *in, int n_in, const IrParams *p,
                        const IrType *given, Status *st)
 {
-    const char *o = g->cur_origin, *oo = g->cur_origin_op;
-    g->cur_origin = like->origin;
-    g->cur_origin_op = like->origin_op;
+    IrOrigin saved = ir_origin_like(g, like);
     IrNode *n = ir_emit(g, op, in, n_in, p, given, st);
-    g->cur_origin = o;
-    g->cur_origin_op = oo;
+    ir_origin_restore(g, saved);
     if (n)
         n->device = like->device;
     return n;
@@ -191,12 +188,9 @@ static IrValue relayout_const(IrGraph *g, IrValue c, const Perm *P, Status *st)
     int lead = P->rank - ct->shape.rank;
     for (int i = 0; i < P->rank; i++)
         padded.dims[i] = i < lead ? 1 : ct->shape.dims[i - lead];
-    const char *o = g->cur_origin, *oo = g->cur_origin_op;
-    g->cur_origin = c.node->origin;
-    g->cur_origin_op = c.node->origin_op;
+    IrOrigin saved = ir_origin_like(g, c.node);
     IrValue pc = ir_const(g, ct->dtype, &padded, c.node->data, st);
-    g->cur_origin = o;
-    g->cur_origin_op = oo;
+    ir_origin_restore(g, saved);
     if (!pc.node)
         return none;
     Perm inv;

@@ -131,12 +131,9 @@ static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, int wino, Packe
         tcrt_pack_conv_weights(w->data, kh, kw, cin, cout, buf);
     int64_t dims[5] = {(cout + TCRT_PACK_NR - 1) / TCRT_PACK_NR, kh, kw, cin, TCRT_PACK_NR};
     IrShape ps = ir_shape_make(5, dims);
-    const char *o = g->cur_origin, *oo = g->cur_origin_op;
-    g->cur_origin = w->origin;
-    g->cur_origin_op = w->origin_op;
+    IrOrigin saved = ir_origin_like(g, w);
     IrValue v = ir_const(g, TCRT_F32, &ps, buf, cx->st);
-    g->cur_origin = o;
-    g->cur_origin_op = oo;
+    ir_origin_restore(g, saved);
     if (v.node) {
         cache[*n_cache].from = w;
         cache[*n_cache].wino = wino;
@@ -181,12 +178,9 @@ static PassResult pack_convs(IrGraph *g, PassCtx *cx, bool wino)
                                 : m == 2 ? TCRT_CONV_PACK_WINO
                                          : TCRT_CONV_PACK_DIRECT;
         p.i[TCRT_CONV_COUT] = w->out[0].type.shape.dims[3];
-        const char *o = g->cur_origin, *oo = g->cur_origin_op;
-        g->cur_origin = n->origin;
-        g->cur_origin_op = n->origin_op;
+        IrOrigin saved = ir_origin_like(g, n);
         IrNode *c = ir_emit(g, OP_CONV2D, in, n->n_inputs, &p, NULL, cx->st);
-        g->cur_origin = o;
-        g->cur_origin_op = oo;
+        ir_origin_restore(g, saved);
         if (!c)
             break;
         c->device = n->device;
@@ -318,9 +312,7 @@ static int emit_block(IrGraph *g, PassCtx *cx, IrNode *last, IrValue x,
             memcpy(buf + off[k], parts[k], (size_t)(end - off[k]) * sizeof(float));
     }
     IrShape bs = ir_shape_make(1, (int64_t[]){floats});
-    const char *o = g->cur_origin, *oo = g->cur_origin_op;
-    g->cur_origin = last->origin;
-    g->cur_origin_op = last->origin_op;
+    IrOrigin saved = ir_origin_like(g, last);
     IrValue blob = ir_const(g, TCRT_F32, &bs, buf, cx->st);
     if (!bias.node && blob.node) { /* a depthwise conv without a bias: zeros */
         int64_t ce = q[TCRT_CONV_COUT];
@@ -336,8 +328,7 @@ static int emit_block(IrGraph *g, PassCtx *cx, IrNode *last, IrValue x,
     IrValue in[4] = {x, blob, bias, res ? *res : (IrValue){NULL, 0}};
     p->i[TCRT_CONV_PACKED] = TCRT_CONV_PACK_DWBLOCK;
     IrNode *c = blob.node ? ir_emit(g, OP_CONV2D, in, res ? 4 : 3, p, NULL, cx->st) : NULL;
-    g->cur_origin = o;
-    g->cur_origin_op = oo;
+    ir_origin_restore(g, saved);
     if (!c)
         return -1;
     c->device = last->device;
@@ -490,9 +481,7 @@ static int emit_pair(IrGraph *g, PassCtx *cx, IrNode *a, IrNode *b)
     const float *ba = a->inputs[2].node->data, *bb = b->n_inputs >= 3 ? b->inputs[2].node->data : NULL;
     for (int64_t o = 0; o < cout; o++)
         bbuf[o] = (float)((double)ba[o] + (bb ? (double)bb[o] : 0.0));
-    const char *o = g->cur_origin, *oo = g->cur_origin_op;
-    g->cur_origin = a->origin;
-    g->cur_origin_op = a->origin_op;
+    IrOrigin saved = ir_origin_like(g, a);
     IrShape ws = ir_shape_make(5, (int64_t[]){panels, 1, 1, ka + kb, TCRT_PACK_NR});
     IrShape bs = ir_shape_make(1, (int64_t[]){cout});
     IrValue w = ir_const(g, TCRT_F32, &ws, wbuf, cx->st);
@@ -502,8 +491,7 @@ static int emit_pair(IrGraph *g, PassCtx *cx, IrNode *a, IrNode *b)
     p.i[TCRT_CONV_X2S] = b->p.i[TCRT_CONV_SH];
     IrValue in[4] = {a->inputs[0], w, bias, b->inputs[0]};
     IrNode *c = bias.node ? ir_emit(g, OP_CONV2D, in, 4, &p, NULL, cx->st) : NULL;
-    g->cur_origin = o;
-    g->cur_origin_op = oo;
+    ir_origin_restore(g, saved);
     if (!c)
         return -1;
     c->device = a->device;
