@@ -308,7 +308,7 @@ async function startModel(a, m) {
     if (p.info && p.info.ready) res.peers[pd.key] = { peer: p, label: pd.label, info: p.info, threads: pd.threads };
     else { res.notes.push(`${pd.label} did not start: ${(p.info && p.info.error) || p.dead || 'no answer'}`); await p.close(); }
   }
-  const st = { a, m, res, probe: a.probe, engines: [['tfcc', null], ...Object.keys(res.peers).map((k) => [k, res.peers[k]])] };
+  const st = { a, m, res, engines: [['tfcc', null], ...Object.keys(res.peers).map((k) => [k, res.peers[k]])] };
   // warm-up pass (page cache, peers' first session per thread count), not recorded
   for (const t of a.threadList) for (const [key, pe] of st.engines) if (!pe || pe.threads !== 1 || t === a.threadList[0]) await once(st, key, pe, t);
   return st;
@@ -335,7 +335,7 @@ async function roundModel(st, r) {
   const { a, res } = st;
   const add = (key, t, v) => { const k = `${key}@${t}`; (res.rows[k] = res.rows[k] || { ms: [], others: [], round: [], err: null }); if (v.err) res.rows[k].err = v.err; else { res.rows[k].ms.push(v.ms); res.rows[k].others.push(v.others); res.rows[k].round.push(r); } };
   for (const t of a.threadList) {
-    (res.probes[t] = res.probes[t] || [])[r] = probeHost(st.probe);
+    (res.probes[t] = res.probes[t] || [])[r] = probeHost(a.probe);
     for (const [key, pe] of st.engines) {
       if (pe && pe.threads === 1 && t !== a.threadList[0]) continue; // single-threaded peer: once per round
       add(key, pe && pe.threads === 1 ? 1 : t, await once(st, key, pe, t));
@@ -394,7 +394,7 @@ function goalRatio(r, num, tn, den, td, t, rounds, best) {
   const q = rowMsIn(r, num, tn, keep) / rowMsIn(r, den, td, keep);
   return { q, text: `${fmt(q, 2)} (all ${rounds} rounds: ${fmt(all, 2)}; ${short} left out, ${why})` };
 }
-const rowMs = (res, key, t) => { const r = res.rows[`${key}@${t}`]; return r && !r.err ? median(r.ms) : NaN; };
+const rowMs = (res, key, t) => rowMsIn(res, key, t, null);
 const rowOthers = (res, key, t) => { const r = res.rows[`${key}@${t}`]; return r && r.others.length ? median(r.others) : NaN; };
 // the largest per-row median of others' CPU among the engines measured at t threads
 function busyAt(res, t) { let b = 0; for (const k of Object.keys(res.rows)) if (k.endsWith(`@${t}`)) b = Math.max(b, median(res.rows[k].others) || 0); return b; }
@@ -449,7 +449,7 @@ async function main() {
   const only = (s) => !a.only || s.includes(a.only);
   const mach = machine();
   mach.floorRss = floorRss(path.join(a.work, 'exe'));
-  mach.probe = a.probe = buildProbe(path.join(a.work, 'exe'));
+  a.probe = buildProbe(path.join(a.work, 'exe'));
   const before = load();
   console.log(`machine: ${mach.model}, ${mach.cores} CPUs; load ${before.loadavg}; rounds ${a.rounds}, repeat ${a.repeat}, threads ${a.threadList.join(',')}`);
   const versions = { ort: null, torch: null, tfjs: null };
@@ -505,7 +505,8 @@ async function main() {
   const sgRuns = [];
   for (let r = 0; r < a.rounds; r++) {
     for (const st of started) await roundModel(st, r);
-    console.log(`round ${r + 1}/${a.rounds} done (${started.map((st) => `${st.m.name} ${fmt(st.res.rows['tfcc@' + a.threadList[a.threadList.length - 1]] ? st.res.rows['tfcc@' + a.threadList[a.threadList.length - 1]].ms.slice(-1)[0] : NaN, 2)}`).join(', ')} ms)`);
+    const lastT = a.threadList[a.threadList.length - 1]; // progress: tfcc's time of this round at the most threads
+    console.log(`round ${r + 1}/${a.rounds} done (${started.map((st) => { const row = st.res.rows[`tfcc@${lastT}`]; return `${st.m.name} ${fmt(row ? row.ms[row.ms.length - 1] : NaN, 2)}`; }).join(', ')} ms)`);
     if (sgAt.has(r)) sgRuns.push({ ...(await sgemm(a)), round: r + 1 });
   }
   if (!sgRuns.length) sgRuns.push(await sgemm(a));
@@ -635,7 +636,7 @@ function report(a, mach, versions, loads, runRes, sg, res) {
     `- Busy detection: around every measurement the harness reads /proc/stat and subtracts the CPU time of itself, its reaped children (the tfcc`,
     '  executable) and the measured peer; the rest is CPU used by *other* processes, in cores. Column *others*: the largest, over the engines of',
     `  the row, of the median over rounds. A row is marked *busy* (unreliable) when it exceeds ${a.busy} cores with 2 threads, ${Math.max(a.busy, mach.cores - 1)} with 1 thread.`,
-    `- Host probe (benchmarks/hostprobe.c, built with \`cc -O2 -march=native\`${mach.probe ? '' : '; it did not build here, so no host shares'}): before each round's measurements at each`,
+    `- Host probe (benchmarks/hostprobe.c, built with \`cc -O2 -march=native\`${a.probe ? '' : '; it did not build here, so no host shares'}): before each round's measurements at each`,
     '  thread count, an FMA loop on each CPU alone and on all CPUs at once (a few ms). *Host share* at T threads: T >= 2, the rate of all CPUs',
     '  together / (CPUs x the best rate any CPU reached alone in the whole run); T = 1, the slowest CPU alone / that best. On this virtual',
     '  machine the host at times runs both vCPUs on one physical core (each then gets about half) or runs another guest on a vCPU\'s sibling',
