@@ -1673,14 +1673,15 @@ static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, c
     e.partial = true; /* raw sums */
     const float *ind[TCRT_KERN_MAX_MR];
     int64_t part = g->C * TCRT_PACK_NR * (int64_t)sizeof(float), calls = div_up(nt, mr) * div_up(ccw, nr);
+    const float *uc = g->w + (col0 / TCRT_PACK_NR) * j->pstride; /* the chunk's U */
     for (int64_t f = 0; f < j->pts; f++) {
         const float *vf = V + f * j->tb * j->cpad;
         float *mf = M + f * j->tb * WINO_CC;
-        const float *wf = g->w + (col0 / TCRT_PACK_NR) * j->pstride + f * g->C * TCRT_PACK_NR;
+        const float *wf = uc + f * g->C * TCRT_PACK_NR;
         /* the next point's U slice (after the last point, the next chunk's
          * first), spread over this point's calls (file comment: Prefetch) */
-        PfShare pfs = f + 1 < j->pts ? pf_share(g->w + (col0 / TCRT_PACK_NR) * j->pstride, (f + 1) * part,
-                                                j->pstride, div_up(ccw, TCRT_PACK_NR), part, calls, 0)
+        PfShare pfs = f + 1 < j->pts ? pf_share(uc, (f + 1) * part, j->pstride, div_up(ccw, TCRT_PACK_NR),
+                                                part, calls, 0)
                       : ncol0 >= 0   ? pf_share(g->w + (ncol0 / TCRT_PACK_NR) * j->pstride, 0, j->pstride,
                                                 div_up(wino_chunk_cols(g, ncol0), TCRT_PACK_NR), part, calls, 0)
                                      : pf_share(NULL, 0, 0, 0, 0, 1, 0);
