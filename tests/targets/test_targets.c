@@ -19,6 +19,9 @@
  *              disabled (convolutions on runtime/kernels/fast_gemm.c)
  *   repro      exe, lib, obj and c for two targets, compiled twice into two
  *              different folders: the trees must be byte-identical (diff -r)
+ *   gc         DNN_S's executable (tfcc's link and the --emit c make build)
+ *              defines none of the convolution kernels DS_CNN_S's does
+ *              (nm), and both run and match
  * usage: test_targets MODE MODELS_DIR TESTS_SRC_DIR
  * Exits 77 (SKIP) when the models, the cross compiler, qemu or a compiler
  * the mode needs is missing.
@@ -431,6 +434,76 @@ START_TEST(test_emit_c_unpacked)
 }
 END_TEST
 
+/* ---- kernels a model does not call are not linked -------------------------- */
+
+/* Runtime functions that only convolutions reach. */
+static const char *const conv_syms[] = {"tcrt_fast_conv2d", "tcrt_fast_depthwise_conv2d", "tcrt_ref_conv2d",
+                                        "tcrt_pconv_run"};
+#define N_CONV_SYMS ((int)(sizeof conv_syms / sizeof conv_syms[0]))
+
+/* How many of conv_syms the file defines (nm --defined-only); -1 when nm fails. */
+static int conv_syms_in(const char *file)
+{
+    char cmd[1200], line[512];
+    snprintf(cmd, sizeof cmd, "nm --defined-only '%s'", file);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    bool seen[N_CONV_SYMS] = {false};
+    while (fgets(line, sizeof line, p)) {
+        char addr[64], type[8], name[400];
+        if (sscanf(line, "%63s %7s %399s", addr, type, name) != 3)
+            continue;
+        for (int i = 0; i < N_CONV_SYMS; i++)
+            seen[i] |= !strcmp(name, conv_syms[i]);
+    }
+    if (pclose(p) != 0)
+        return -1;
+    int n = 0;
+    for (int i = 0; i < N_CONV_SYMS; i++)
+        n += seen[i];
+    return n;
+}
+
+static long long file_size(const char *path)
+{
+    struct stat sb;
+    ck_assert_msg(stat(path, &sb) == 0, "%s missing", path);
+    return (long long)sb.st_size;
+}
+
+/* The runtime is built with a section per function and executables are
+ * linked with --gc-sections: DNN_S (MatMul, Add, Relu, Softmax) carries none
+ * of the convolution kernels that DS_CNN_S needs, as a tfcc executable and as
+ * the --emit c folder's make build; both still run and match. */
+START_TEST(test_gc)
+{
+    char cnn[600], dnn[600];
+    snprintf(cnn, sizeof cnn, "%s/gc_DS_CNN_S", work);
+    snprintf(dnn, sizeof dnn, "%s/gc_DNN_S", work);
+    ck_assert_int_eq(tfcc("DS_CNN_S", cnn, NULL, NULL), 0);
+    ck_assert_int_eq(tfcc("DNN_S", dnn, NULL, NULL), 0);
+    ck_assert_int_eq(conv_syms_in(cnn), N_CONV_SYMS); /* the names are the runtime's */
+    ck_assert_int_eq(conv_syms_in(dnn), 0);
+    printf("  exe: DS_CNN_S %lld bytes with the %d convolution entry points, DNN_S %lld bytes with none\n",
+           file_size(cnn), N_CONV_SYMS, file_size(dnn));
+    run_exe("DNN_S exe linked with --gc-sections", "DNN_S", dnn, false);
+    run_exe("DS_CNN_S exe linked with --gc-sections", "DS_CNN_S", cnn, false);
+    if (!on_path("cc") || !on_path("make")) {
+        printf("  --emit c: skipped (cc or make missing)\n");
+        return;
+    }
+    char out[600], exe[700];
+    snprintf(out, sizeof out, "%s/gc-c", work);
+    const char *args[] = {"--emit", "c", "--name", "kws", NULL};
+    ck_assert_int_eq(tfcc("DNN_S", out, args, NULL), 0);
+    char *make[] = {"make", "-s", "-C", out, "CC=cc", "CXX=false", NULL};
+    ck_assert_msg(run(make) == 0, "make in %s failed", out);
+    snprintf(exe, sizeof exe, "%s/kws", out);
+    ck_assert_int_eq(conv_syms_in(exe), 0);
+    run_exe("DNN_S --emit c, make", "DNN_S", exe, false);
+}
+END_TEST
+
 /* ---- reproducibility ------------------------------------------------------ */
 
 START_TEST(test_repro)
@@ -499,6 +572,8 @@ int main(int argc, char **argv)
     }
     else if (!strcmp(mode, "repro"))
         tcase_add_test(tc, test_repro);
+    else if (!strcmp(mode, "gc"))
+        tcase_add_test(tc, test_gc);
     else {
         fprintf(stderr, "unknown mode '%s'\n", mode);
         return 2;
