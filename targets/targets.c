@@ -521,6 +521,9 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
         /* the runtime is built with a section per function (runtime/meson.build):
          * the linker drops every kernel the model does not call */
         cmd_add(&c, "-Wl,--gc-sections");
+        /* no DWARF: a debug build's runtime carries its debug info and source
+         * paths; the symbol table stays (nm, backtraces) */
+        cmd_add(&c, "-Wl,--strip-debug");
         if (j->static_link)
             cmd_add(&c, "-static");
         ok = run_cmd(&c, j->dir, log_path, st);

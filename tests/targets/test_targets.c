@@ -19,9 +19,11 @@
  *              disabled (convolutions on runtime/kernels/fast_gemm.c)
  *   repro      exe, lib, obj and c for two targets, compiled twice into two
  *              different folders: the trees must be byte-identical (diff -r)
- *   gc         DNN_S's executable (tfcc's link and the --emit c make build)
- *              defines none of the convolution kernels DS_CNN_S's does
- *              (nm), and both run and match
+ *   gc         DNN_S's executable (tfcc's link, for the host and for
+ *              aarch64-linux-gnu when it can be built, and the --emit c make
+ *              build) defines none of the convolution kernels DS_CNN_S's
+ *              does (nm), tfcc's host executables have no .debug_ section
+ *              (readelf), and the host ones run and match
  * usage: test_targets MODE MODELS_DIR TESTS_SRC_DIR
  * Exits 77 (SKIP) when the models, the cross compiler, qemu or a compiler
  * the mode needs is missing.
@@ -441,11 +443,11 @@ static const char *const conv_syms[] = {"tcrt_fast_conv2d", "tcrt_fast_depthwise
                                         "tcrt_pconv_run"};
 #define N_CONV_SYMS ((int)(sizeof conv_syms / sizeof conv_syms[0]))
 
-/* How many of conv_syms the file defines (nm --defined-only); -1 when nm fails. */
-static int conv_syms_in(const char *file)
+/* How many of conv_syms the file defines (NM --defined-only); -1 when nm fails. */
+static int conv_syms_in_nm(const char *nm, const char *file)
 {
     char cmd[1200], line[512];
-    snprintf(cmd, sizeof cmd, "nm --defined-only '%s'", file);
+    snprintf(cmd, sizeof cmd, "%s --defined-only '%s'", nm, file);
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     bool seen[N_CONV_SYMS] = {false};
@@ -462,6 +464,27 @@ static int conv_syms_in(const char *file)
     for (int i = 0; i < N_CONV_SYMS; i++)
         n += seen[i];
     return n;
+}
+
+static int conv_syms_in(const char *file)
+{
+    return conv_syms_in_nm("nm", file);
+}
+
+/* How many .debug_* sections the ELF file has (readelf -S); -1 when readelf fails. */
+static int debug_sections_in(const char *file)
+{
+    char cmd[1200], line[512];
+    snprintf(cmd, sizeof cmd, "readelf -S --wide '%s'", file);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    int n = 0;
+    bool any = false;
+    while (fgets(line, sizeof line, p)) {
+        n += strstr(line, " .debug_") != NULL;
+        any |= strstr(line, " .text") != NULL;
+    }
+    return pclose(p) == 0 && any ? n : -1;
 }
 
 static long long file_size(const char *path)
@@ -484,10 +507,28 @@ START_TEST(test_gc)
     ck_assert_int_eq(tfcc("DNN_S", dnn, NULL, NULL), 0);
     ck_assert_int_eq(conv_syms_in(cnn), N_CONV_SYMS); /* the names are the runtime's */
     ck_assert_int_eq(conv_syms_in(dnn), 0);
-    printf("  exe: DS_CNN_S %lld bytes with the %d convolution entry points, DNN_S %lld bytes with none\n",
+    /* and without debug information (the runtime's, in a debug build) */
+    ck_assert_int_eq(debug_sections_in(cnn), 0);
+    ck_assert_int_eq(debug_sections_in(dnn), 0);
+    printf("  exe: DS_CNN_S %lld bytes with the %d convolution entry points, DNN_S %lld bytes with none; "
+           "no .debug_ sections\n",
            file_size(cnn), N_CONV_SYMS, file_size(dnn));
     run_exe("DNN_S exe linked with --gc-sections", "DNN_S", dnn, false);
     run_exe("DS_CNN_S exe linked with --gc-sections", "DS_CNN_S", cnn, false);
+    /* the aarch64 runtime is built with sections too (run under qemu by the aarch64 mode) */
+    if (a64_ready() && on_path("aarch64-linux-gnu-nm")) {
+        const char *a64[] = {"--target", "aarch64-linux-gnu", NULL};
+        snprintf(cnn, sizeof cnn, "%s/gc_DS_CNN_S_a64", work);
+        snprintf(dnn, sizeof dnn, "%s/gc_DNN_S_a64", work);
+        ck_assert_int_eq(tfcc("DS_CNN_S", cnn, a64, NULL), 0);
+        ck_assert_int_eq(tfcc("DNN_S", dnn, a64, NULL), 0);
+        ck_assert_int_eq(conv_syms_in_nm("aarch64-linux-gnu-nm", cnn), N_CONV_SYMS);
+        ck_assert_int_eq(conv_syms_in_nm("aarch64-linux-gnu-nm", dnn), 0);
+        printf("  aarch64-linux-gnu exe: DS_CNN_S %lld bytes, DNN_S %lld bytes without them\n",
+               file_size(cnn), file_size(dnn));
+    } else
+        printf(
+            "  aarch64-linux-gnu: skipped (cross compiler, its runtime or aarch64-linux-gnu-nm missing)\n");
     if (!on_path("cc") || !on_path("make")) {
         printf("  --emit c: skipped (cc or make missing)\n");
         return;
