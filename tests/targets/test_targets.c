@@ -496,8 +496,10 @@ static long long file_size(const char *path)
 
 /* The runtime is built with a section per function and executables are
  * linked with --gc-sections: DNN_S (MatMul, Add, Relu, Softmax) carries none
- * of the convolution kernels that DS_CNN_S needs, as a tfcc executable and as
- * the --emit c folder's make build; both still run and match. */
+ * of the convolution kernels that DS_CNN_S needs, as a tfcc executable (host
+ * and aarch64) and as the --emit c folder's make build; both still run and
+ * match.  tfcc's executables are also linked with --strip-debug: no
+ * .debug_ section, whatever the runtime was built with. */
 START_TEST(test_gc)
 {
     char cnn[600], dnn[600];
