@@ -192,14 +192,17 @@ function codeSize(exe) {
 // page cache, so the first run after a while can map fewer (measured: 924 KiB, then 988 in every later run);
 // the peak it is set against is the largest of many timed runs, in that steady state too.
 const BASELINE_RUNS = 3;
+// Bytes from the file `/usr/bin/time -f %M -o FILE` wrote (its last line, KiB); NaN when there is none.
+function timeRss(file) {
+  try { return 1024 * Number(fs.readFileSync(file, 'utf8').trim().split('\n').pop()); } catch (e) { return NaN; }
+}
 function baselineRss(exe) {
   if (!hasTime) return NaN;
   const f = `${exe}.help.rss`;
   let best = NaN;
   for (let i = 0; i < BASELINE_RUNS; i++) {
     const r = spawnSync('/usr/bin/time', ['-f', '%M', '-o', f, exe, '--help'], { encoding: 'utf8', timeout: 60000 });
-    let v = NaN;
-    try { v = r.status === 0 ? 1024 * Number(fs.readFileSync(f, 'utf8').trim().split('\n').pop()) : NaN; } catch (e) { v = NaN; }
+    const v = r.status === 0 ? timeRss(f) : NaN;
     if (Number.isFinite(v) && !(v <= best)) best = v; // best is NaN until a run succeeds
   }
   return best;
@@ -231,7 +234,7 @@ function floorRss(dir) {
   const cc = spawnSync('cc', ['-O2', '-static', '-o', exe, src], { encoding: 'utf8', timeout: 60000 });
   if (cc.status !== 0) return NaN;
   const r = spawnSync('/usr/bin/time', ['-f', '%M', '-o', f, exe], { encoding: 'utf8', timeout: 60000 });
-  try { return r.status === 0 ? 1024 * Number(fs.readFileSync(f, 'utf8').trim().split('\n').pop()) : NaN; } catch (e) { return NaN; }
+  return r.status === 0 ? timeRss(f) : NaN;
 }
 
 function runExe(exe, feeds, outDir, extra) {
@@ -242,8 +245,7 @@ function runExe(exe, feeds, outDir, extra) {
   const rssFile = `${outDir}.rss`;
   const opt = { encoding: 'utf8', maxBuffer: 64 << 20, timeout: PEER_TIMEOUT_S * 1000 };
   const r = hasTime ? spawnSync('/usr/bin/time', ['-f', '%M', '-o', rssFile, exe, ...argv], opt) : spawnSync(exe, argv, opt);
-  let rss = NaN;
-  if (hasTime) { try { rss = 1024 * Number(fs.readFileSync(rssFile, 'utf8').trim().split('\n').pop()); } catch (e) { /* none */ } }
+  const rss = hasTime ? timeRss(rssFile) : NaN;
   const m = /median_ms=([0-9.eE+-]+)/.exec(r.stdout || '');
   return { ok: r.status === 0, out: r.stdout || '', rss, median: m ? Number(m[1]) : NaN, err: firstLine(r.stderr) || `exit ${r.status}` };
 }
