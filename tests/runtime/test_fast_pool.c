@@ -148,7 +148,8 @@ END_TEST
 
 START_TEST(fast_pool_nan_and_f64)
 {
-    /* 1x2x2x9: channel 0 (vector lane) and 8 (scalar tail) see a NaN. */
+    /* 1x2x2x9: channel 0 (vector lane) and 8 (the tail, done as the vector
+     * of channels 1..8) see a NaN. */
     float x[36];
     for (int i = 0; i < 36; i++)
         x[i] = (float)i;
@@ -166,6 +167,13 @@ START_TEST(fast_pool_nan_and_f64)
     ck_assert_int_eq(tcrt_fast_avgpool(&in, 1, &o, 1, &p), TCRT_OK);
     ck_assert(isnan(y[0]) && isnan(y[8]));
     ck_assert_float_eq(y[4], (4 + 13 + 22 + 31) / 4.0f);
+    /* 1x2x2x3: fewer channels than a vector, the scalar loop; channel 2 sees a NaN */
+    float xs[12] = {1, 2, 3, 4, 5, 6, 7, 8, NAN, 10, 11, 12}, ys[3];
+    tcrt_tensor ins = t4(xs, 1, 2, 2, 3), os = t4(ys, 1, 1, 1, 3);
+    ck_assert_int_eq(tcrt_fast_maxpool(&ins, 1, &os, 1, &p), TCRT_OK);
+    ck_assert(ys[0] == 10.0f && ys[1] == 11.0f && isnan(ys[2]));
+    ck_assert_int_eq(tcrt_fast_avgpool(&ins, 1, &os, 1, &p), TCRT_OK);
+    ck_assert(ys[0] == 5.5f && ys[1] == 6.5f && isnan(ys[2]));
 
     double xd[8] = {1, 2, 3, 4, 5, 6, 7, 8}, yd[2], yr[2];
     tcrt_tensor ind = {.data = xd, .dtype = TCRT_F64, .rank = 4, .dims = {1, 2, 2, 2}};
