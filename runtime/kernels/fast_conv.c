@@ -11,8 +11,10 @@
  * cost nothing in the kernel and no im2col copy is made.  The micro-kernel
  * keeps the MR x NR accumulators in registers over all taps and Cin and
  * applies bias, residual and activation at the one store.
- * Pointers: the task loops carry each tile's first (n, oh, ow); a tile on
- * one output row with every window inside the image (most tiles) takes row
+ * Pointers: the task loops carry each tile's first (n, oh, ow); a 1x1,
+ * stride-1, unpadded conv ("flat") points row r at input pixel p0 + r with
+ * no window arithmetic (measured: 1x1 24 -> 24 at 64x64, 78 -> 69 us); a
+ * tile on one output row with every window inside the image (most tiles) takes row
  * 0's pointers plus r strides, other rows step through their taps with
  * bounds checks, except in patch mode (kernel rows of at most
  * PATCH_MAX_ROW floats: stem convs over 3 channels), where a row that
@@ -454,6 +456,7 @@ typedef struct ConvJob {
     int64_t ind_stride;
     float *patch; /* per thread: patch_floats apart (patch mode), else NULL */
     int64_t taps, pstride, tiles, chunks, tiles_per_chunk, pixels, cblocks, tap_block;
+    bool flat; /* 1x1, stride 1, no padding, not a pair: output pixel p reads input pixel p */
     /* the next conv's first weights (next_conv_of): panels nx_np, nx_part
      * bytes each, nx_pstride floats apart; nx_np 0 when unknown */
     const float *nx_w;
@@ -614,6 +617,15 @@ static bool conv_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int6
     const Pix at = *pat;
     const PConv *g = j->g;
     int64_t mr = j->k.mr;
+    if (j->flat) {
+        /* a 1x1, stride-1, unpadded conv: output pixel p reads input pixel
+         * p, across rows and images (no window, no bounds); the general
+         * paths below took a third of a 1x1 24 -> 24 conv at 64x64 */
+        const float *p = g->x + ((at.n * g->OH + at.oh) * g->OW + at.ow) * g->C;
+        for (int64_t r = 0; r < mr; r++)
+            ind[r] = p + (r < mr_eff ? r : mr_eff - 1) * g->C;
+        return false;
+    }
     int64_t n = at.n, oh = at.oh, ow = at.ow;
     int64_t kh0 = tp0 / g->KW, kh1 = div_up(tp1, g->KW);
     int64_t hstep = g->dh * g->W * g->C, wstep = g->dw * g->C;
@@ -1901,6 +1913,8 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
         j.ind_stride = j.k.mr * j.taps;
     j.pstride = j.taps * g.kc * TCRT_PACK_NR;
     j.pixels = g.N * g.OH * g.OW;
+    j.flat = !g.s2 && g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+             g.OH == g.H && g.OW == g.W;
     j.tiles = div_up(j.pixels, j.k.mr);
     j.cblocks = div_up(g.O, j.k.nr);
     /* weights that fit L2: tile-major (pointers built once per tile) */

@@ -240,6 +240,9 @@ START_TEST(conv_cases)
          * store of the low half) and 12 wide (masked high half), with and
          * without the taps split (partial sums reloaded through the masks) */
         {"cout 24 residual", {1, 9, 10, 24, 1, 1, 24, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU6}},
+        /* 1x1 stride 1 unpadded (pointers straight from the pixel index):
+         * tiles cross rows and the two images */
+        {"1x1 flat N=2", {2, 5, 7, 24, 1, 1, 40, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU}},
         {"cout 28 residual", {1, 7, 8, 13, 3, 3, 28, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_LEAKY}},
         {"deep split cout 24", {1, 4, 5, 1100, 3, 3, 24, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
         {"deep split cout 28", {1, 3, 5, 1024, 3, 3, 28, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_NONE}},
