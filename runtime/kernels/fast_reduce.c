@@ -10,7 +10,8 @@
  *    reduction of red contiguous floats, in VL lanes of partial results
  *    combined at the end;
  *  - inner > 1 (NHWC global pooling over H, W): the output row of inner
- *    floats accumulates the red input rows, VL channels at a time.
+ *    floats accumulates the red input rows, RB vectors of VL channels at a
+ *    time (then one vector, then scalars).
  * Sums are float32 (the reference accumulates in double: results differ by
  * rounding only); max follows the reference's NaN rule (a NaN wins and
  * stays).  Empty reductions (red == 0) go to the reference.  Single thread,
@@ -73,10 +74,28 @@ static float reduce_row(const float *x, int64_t n, bool is_max)
     return r;
 }
 
-/* y[inner] = reduction over red rows x[r * inner + i]. */
+/* y[inner] = reduction over red rows x[r * inner + i]: blocks of RB
+ * vectors walk all rows with one accumulator each (RB independent chains,
+ * and each row's block is whole cache lines), then single vectors, then
+ * scalars; every output sums its rows in order.  One vector at a time over
+ * all rows, as before, left a chain of dependent adds per vector and read
+ * 32 bytes of each 64-byte line per pass: centernet's mean over 128x128x128
+ * took 1.55 ms. */
+#define RB 8
 static void reduce_rows(const float *x, int64_t red, int64_t inner, float *y, bool is_max)
 {
     int64_t i = 0;
+    for (; i + RB * VL <= inner; i += RB * VL) {
+        vf a[RB];
+        for (int k = 0; k < RB; k++)
+            a[k] = vload(x + i + k * VL);
+        for (int64_t r = 1; r < red; r++) {
+            const float *xr = x + r * inner + i;
+            for (int k = 0; k < RB; k++)
+                a[k] = is_max ? vmax_nan(a[k], vload(xr + k * VL)) : a[k] + vload(xr + k * VL);
+        }
+        memcpy(y + i, a, sizeof a);
+    }
     for (; i + VL <= inner; i += VL) {
         vf a = vload(x + i);
         for (int64_t r = 1; r < red; r++) {

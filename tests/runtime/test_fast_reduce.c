@@ -92,12 +92,15 @@ START_TEST(fast_reduce_model_shapes)
 {
     /* layer norm / softmax rows, NHWC global average pooling, a long row */
     static const int64_t ln[3] = {1, 16, 64}, sm[3] = {4, 16, 16}, gap[4] = {1, 7, 7, 1280},
-                         row[2] = {3, 1000};
+                         row[2] = {3, 1000}, mix[4] = {2, 5, 3, 83};
     for (int is_max = 0; is_max <= 1; is_max++) {
         ck_assert_int_eq(compare(3, ln, 4, is_max, false), -1);
         ck_assert_int_eq(compare(3, sm, 4, is_max, false), -1);
         ck_assert_int_eq(compare(4, gap, 6, is_max, false), -1);
         ck_assert_int_eq(compare(2, row, 2, is_max, true), -1);
+        /* 83 channels: a block of 64, two single vectors, 3 scalars; with NaN */
+        ck_assert_int_eq(compare(4, mix, 6, is_max, false), -1);
+        ck_assert_int_eq(compare(4, mix, 6, is_max, true), -1);
     }
     /* a reduced axis of size 0: the identity, through the reference */
     tcrt_tensor x = {.data = (float[1]){0}, .dtype = TCRT_F32, .rank = 2, .dims = {3, 0}};
