@@ -82,28 +82,29 @@ static float reduce_row(const float *x, int64_t n, bool is_max)
  * 32 bytes of each 64-byte line per pass: centernet's mean over 128x128x128
  * took 1.55 ms. */
 #define RB 8
+
+/* nb (1..RB) vectors of channels, y[0 .. nb*VL) over red rows of x. */
+static inline __attribute__((always_inline)) void reduce_vecs(const float *x, int64_t red, int64_t inner,
+                                                              float *y, bool is_max, const int nb)
+{
+    vf a[RB];
+    for (int k = 0; k < nb; k++)
+        a[k] = vload(x + k * VL);
+    for (int64_t r = 1; r < red; r++) {
+        const float *xr = x + r * inner;
+        for (int k = 0; k < nb; k++)
+            a[k] = is_max ? vmax_nan(a[k], vload(xr + k * VL)) : a[k] + vload(xr + k * VL);
+    }
+    memcpy(y, a, (size_t)nb * sizeof(vf));
+}
+
 static void reduce_rows(const float *x, int64_t red, int64_t inner, float *y, bool is_max)
 {
     int64_t i = 0;
-    for (; i + RB * VL <= inner; i += RB * VL) {
-        vf a[RB];
-        for (int k = 0; k < RB; k++)
-            a[k] = vload(x + i + k * VL);
-        for (int64_t r = 1; r < red; r++) {
-            const float *xr = x + r * inner + i;
-            for (int k = 0; k < RB; k++)
-                a[k] = is_max ? vmax_nan(a[k], vload(xr + k * VL)) : a[k] + vload(xr + k * VL);
-        }
-        memcpy(y + i, a, sizeof a);
-    }
-    for (; i + VL <= inner; i += VL) {
-        vf a = vload(x + i);
-        for (int64_t r = 1; r < red; r++) {
-            vf v = vload(x + r * inner + i);
-            a = is_max ? vmax_nan(a, v) : a + v;
-        }
-        memcpy(y + i, &a, sizeof a);
-    }
+    for (; i + RB * VL <= inner; i += RB * VL)
+        reduce_vecs(x + i, red, inner, y + i, is_max, RB);
+    for (; i + VL <= inner; i += VL)
+        reduce_vecs(x + i, red, inner, y + i, is_max, 1);
     for (; i < inner; i++) {
         float a = x[i];
         for (int64_t r = 1; r < red; r++)
