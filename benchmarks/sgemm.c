@@ -3,19 +3,23 @@
  * by meson as build/benchmarks/sgemm, run by hand).
  *
  *   sgemm [--isa portable|avx2|avx512] [--impl new|old] [--sizes 512,1024,2048] [--reps N]
+ *         [--min-time SECONDS]
  *
  * Peak: a register-only loop of 16 independent FMA chains (vector width of
  * the best ISA the CPU has, 1 thread) = what one core can issue.  GEMM:
- * tcrt_fast_matmul on square f32 matrices, best of N runs, with 1 and 2
- * threads.  Times are the process's CPU time (all threads), so that other
- * load on the machine does not count: GFLOP/s = flops / (CPU seconds /
- * threads), %peak = flops / (CPU seconds x peak), i.e. per core used (time
- * a worker spins waiting counts against it).  Conv: tcrt_fast_conv2d with packed
+ * tcrt_fast_matmul on square f32 matrices, best of N runs (at least
+ * --reps, and at least --min-time seconds of runs per case), with 1 and 2
+ * threads.  1 thread: the process's CPU time, so that other load on the
+ * machine does not count; 2 threads: wall time (the process's CPU time
+ * divided by 2 undercounts a run in which one thread sleeps while the other
+ * works: a 2-thread 1024^3 run read 108% of the peak that way).
+ * GFLOP/s = flops / seconds, %peak = GFLOP/s / (peak x threads).  Conv: tcrt_fast_conv2d with packed
  * weights on ResNet-like 3x3 and 1x1 layers.  GFLOP/s count 2 flops per
  * multiply-add.
  */
 #include "fast_conv_int.h"
 #include "tcrt_kernels.h"
+#include "tcrt_pool.h"
 
 #include <immintrin.h>
 #include <stdio.h>
@@ -23,7 +27,8 @@
 #include <string.h>
 #include <time.h>
 
-static bool use_cpu_time; /* the process's CPU time, robust on a shared machine */
+static bool use_cpu_time;     /* the process's CPU time (1 thread), else wall time */
+static double min_time = 0.5; /* seconds of timed runs per case, at least */
 
 static double now(void)
 {
@@ -91,6 +96,40 @@ static double fma_peak(bool wide)
     return best * 1e-9;
 }
 
+/* One FMA-loop run per task (2 tasks: one per thread of 2); ctx: bool wide,
+ * then the tasks' flops. */
+typedef struct PeakJob {
+    bool wide;
+    double flops[2];
+} PeakJob;
+
+static void peak_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    PeakJob *j = ctx;
+    j->flops[task] = j->wide ? peak512(20000000) : peak256(20000000);
+}
+
+/* GFLOP/s of 2 threads running the FMA loop at once through the runtime's
+ * pool, wall time (best of 5): what the 2 cores give together at the
+ * moment, for context (%peak of the 2-thread rows is against 2 x the
+ * 1-thread peak). */
+static double fma_peak2(bool wide)
+{
+    PeakJob j = {wide, {0, 0}};
+    double best = 0;
+    tcrt_set_threads(2);
+    for (int r = 0; r < 5; r++) {
+        double t0 = now();
+        tcrt_parallel_tasks(2, peak_task, &j);
+        double t = now() - t0;
+        if ((j.flops[0] + j.flops[1]) / t > best)
+            best = (j.flops[0] + j.flops[1]) / t;
+    }
+    tcrt_set_threads(1);
+    return best * 1e-9;
+}
+
 static float *rnd(int64_t n)
 {
     float *b = malloc((size_t)n * sizeof(float));
@@ -114,8 +153,9 @@ static int calls_per_rep(double flops)
     return n < 1 ? 1 : n;
 }
 
-/* Best seconds of reps runs of one matmul n x n x n. */
-static double time_gemm(int64_t n, int reps)
+/* Best seconds of one matmul n x n x n over at least reps runs and at least
+ * min_secs of them. */
+static double time_gemm(int64_t n, int reps, double min_secs)
 {
     float *a = rnd(n * n), *b = rnd(n * n), *c = malloc((size_t)(n * n) * sizeof(float));
     tcrt_tensor in[2] = {t2(a, n, n), t2(b, n, n)};
@@ -127,12 +167,14 @@ static double time_gemm(int64_t n, int reps)
     out[1].dims[0] = (int64_t)ws;
     double best = 1e30;
     int inner = calls_per_rep(2.0 * n * n * n);
-    for (int r = 0; r < reps; r++) {
+    double spent = 0;
+    for (int r = 0; r < reps || spent < min_secs; r++) {
         double t0 = now();
         for (int i = 0; i < inner; i++)
             tcrt_fast_matmul(in, 2, out, 2, &p);
-        double t = (now() - t0) / inner;
-        best = t < best ? t : best;
+        double t = now() - t0;
+        spent += t;
+        best = t / inner < best ? t / inner : best;
     }
     free(a), free(b), free(c), free(out[1].data);
     return best;
@@ -140,7 +182,8 @@ static double time_gemm(int64_t n, int reps)
 
 /* Best seconds of a packed conv NHWC [1,hw,hw,cin] -> cout, k x k, stride s, SAME pads
  * (wino: Winograd F(2x2,3x3) weights, k 3 and s 1 only; flops counts the direct
- * convolution's multiply-adds either way). */
+ * convolution's multiply-adds either way), over at least reps runs and at least
+ * min_time seconds of them. */
 static double time_conv(int64_t hw, int64_t cin, int64_t cout, int64_t k, int64_t s, int wino, int reps,
                         double *flops)
 {
@@ -175,12 +218,14 @@ static double time_conv(int64_t hw, int64_t cin, int64_t cout, int64_t k, int64_
     double best = 1e30;
     *flops = 2.0 * oh * oh * cout * k * k * cin;
     int inner = calls_per_rep(*flops);
-    for (int r = 0; r < reps; r++) {
+    double spent = 0;
+    for (int r = 0; r < reps || spent < min_time; r++) {
         double t0 = now();
         for (int i = 0; i < inner; i++)
             tcrt_fast_conv2d(in, 3, out, 2, &p);
-        double t = (now() - t0) / inner;
-        best = t < best ? t : best;
+        double t = now() - t0;
+        spent += t;
+        best = t / inner < best ? t / inner : best;
     }
     free(x), free(w), free(bias), free(pw), free(y), free(out[1].data);
     return best;
@@ -204,6 +249,8 @@ int main(int argc, char **argv)
             convs_only = atoi(argv[i + 1]) != 0;
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--min-time"))
+            min_time = atof(argv[i + 1]);
     }
     __builtin_cpu_init();
     bool wide = __builtin_cpu_supports("avx512f");
@@ -213,11 +260,16 @@ int main(int argc, char **argv)
     }
     use_cpu_time = true;
     double peak = fma_peak(wide);
+    use_cpu_time = false;
+    double peak2 = fma_peak2(wide);
     int isa = tcrt_kern_isa();
     printf("FMA peak (1 thread, %s): %.1f GFLOP/s; micro-kernel ISA: %s\n", wide ? "avx512" : "avx2", peak,
            isa == TCRT_ISA_AVX512 ? "avx512"
            : isa == TCRT_ISA_AVX2 ? "avx2"
                                   : "portable");
+    printf("FMA loop on 2 threads at once: %.1f GFLOP/s (%.1f%% of 2 x the 1-thread peak; %%peak below is "
+           "against threads x the 1-thread peak)\n",
+           peak2, 100 * peak2 / (2 * peak));
     printf("%-28s %8s %10s %8s\n", "case", "threads", "GFLOP/s", "%peak");
     char buf[256];
     snprintf(buf, sizeof buf, "%s", sizes);
@@ -225,8 +277,9 @@ int main(int argc, char **argv)
         int64_t n = atoll(tok);
         for (int th = 1; th <= 2; th++) {
             tcrt_set_threads(th);
-            time_gemm(n, 1); /* warm-up */
-            double t = time_gemm(n, reps) / th, gf = 2.0 * n * n * n / t * 1e-9;
+            use_cpu_time = th == 1;
+            time_gemm(n, 1, 0); /* warm-up */
+            double t = time_gemm(n, reps, min_time), gf = 2.0 * n * n * n / t * 1e-9;
             char name[64];
             snprintf(name, sizeof name, "sgemm %lld", (long long)n);
             printf("%-28s %8d %10.1f %7.1f%%\n", name, th, gf, 100 * gf / (peak * th));
@@ -249,8 +302,8 @@ int main(int argc, char **argv)
         for (int wino = 0; wino <= (v[3] == 3 && v[4] == 1 ? 4 : 0); wino += 2)
             for (int th = 1; th <= 2; th++) {
                 tcrt_set_threads(th);
-                double fl, t = time_conv(v[0], v[1], v[2], v[3], v[4], wino, reps, &fl) / th,
-                           gf = fl / t * 1e-9;
+                use_cpu_time = th == 1;
+                double fl, t = time_conv(v[0], v[1], v[2], v[3], v[4], wino, reps, &fl), gf = fl / t * 1e-9;
                 char name[64];
                 snprintf(name, sizeof name, "conv %lldx%lldx%lld->%lld k%lld s%lld%s", (long long)v[0],
                          (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],

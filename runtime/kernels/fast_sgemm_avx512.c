@@ -32,7 +32,7 @@
  * in-register 16 x 16 transpose (A^T panels between panels, not riding).
  * Threads: per (K block, N block) two tcrt_parallel_tasks runs, packing B
  * then computing; compute tasks are chunks of A micro-panels handed out
- * dynamically (a few per thread), every thread reading the shared B block
+ * dynamically (sg_chunk: shrinking towards the middle), every thread reading the shared B block
  * into its own L2; A buffers are indexed by tid.
  * Invariant: tcrt_sgemm_workspace is plain arithmetic on the shapes (no
  * CPU query; buffers for TCRT_MAX_THREADS), so a planner and the
@@ -46,7 +46,7 @@
 
 #define SG_MR 14
 #define SG_NR 32
-enum { SG_KC = 512, SG_NC_BYTES = 1 << 20, SG_TASKS_PER_THREAD = 4, SG_PF_GROUPS = 8 };
+enum { SG_KC = 512, SG_NC_BYTES = 1 << 20, SG_PF_GROUPS = 8 };
 
 #define SG_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 
@@ -217,7 +217,7 @@ typedef struct SgJob {
     int64_t panels;                   /* A micro-panels, div_up(M, 14) */
     int64_t k0, kcur, n0, ncur;       /* current K block and N block */
     int64_t apanel;                   /* floats of a packed A panel: 14 x kc rounded up to 16 */
-    int64_t bpanels, chunks, per_chunk;
+    int64_t bpanels, chunks, nth;
 } SgJob;
 
 /* Prefetches the n bytes at p into L2, a line at a time. */
@@ -348,6 +348,53 @@ static void pack_a_row(const SgJob *j, int64_t p, int64_t r, float *dst)
                         src ? _mm512_maskz_loadu_ps(sg_mask(j->kcur - k), src + k) : _mm512_setzero_ps());
 }
 
+/* Chunks of A micro-panels for nth threads (the compute tasks), sizes
+ * shrinking towards the middle: the pool hands tasks out from both ends
+ * (tcrt_parallel_tasks: even tids from the front, odd tids from the back),
+ * so the chunks are taken in the order front, back, front, ..., and each
+ * takes 1 / (2 nth) of the panels left, at least one.  The threads meet
+ * on one-panel chunks: the last chunk one thread waits for is small.
+ * Equal chunks of panels / (4 nth) left one thread of two idle for up to a
+ * chunk at every (K, N) block: 2048^3, 147 panels in chunks of 19, split
+ * 76 / 71.  Returns the number of chunks; with task >= 0 also its panel
+ * range [*p0, *p1) (chunk i from the front or from the back, whichever
+ * side it lies on). */
+static int64_t sg_chunk(int64_t panels, int64_t nth, int64_t task, int64_t *p0, int64_t *p1)
+{
+    *p0 = 0, *p1 = panels;
+    if (nth <= 1)
+        return 1;
+    int64_t left = panels, front = 0, back = panels, n = 0, nf = 0;
+    /* count first: a task's side depends on how many chunks come from the front */
+    for (int side = 0; left > 0; side ^= 1, n++) {
+        int64_t sz = div_up(left, 2 * nth);
+        left -= sz;
+        nf += side == 0;
+    }
+    if (task < 0)
+        return n;
+    int64_t want = task < nf ? task : n - 1 - task; /* index along its side */
+    left = panels;
+    for (int64_t i = 0, fi = 0, bi = 0; left > 0; i++) {
+        int64_t sz = div_up(left, 2 * nth);
+        left -= sz;
+        if (i % 2 == 0) {
+            if (task < nf && fi++ == want) {
+                *p0 = front, *p1 = front + sz;
+                return n;
+            }
+            front += sz;
+        } else {
+            if (task >= nf && bi++ == want) {
+                *p0 = back - sz, *p1 = back;
+                return n;
+            }
+            back -= sz;
+        }
+    }
+    return n; /* not reached: task < n */
+}
+
 /* Compute task: A micro-panels [task * per_chunk, ...) against every B
  * micro-panel of the current N block, in the thread's two panel buffers
  * (small and hot: packing into one big array for all N blocks made every
@@ -360,7 +407,8 @@ static void sg_compute_task(void *ctx, int64_t task, int tid)
 {
     const SgJob *j = ctx;
     SgEpi e = {NULL, j->act, j->alpha, j->k0 > 0, j->k0 + j->kcur >= j->K, NULL, NULL, NULL};
-    int64_t p0 = task * j->per_chunk, p1 = p0 + j->per_chunk < j->panels ? p0 + j->per_chunk : j->panels;
+    int64_t p0, p1;
+    sg_chunk(j->panels, j->nth, task, &p0, &p1);
     float *a = j->abuf + 2 * tid * j->apanel, *next = a + j->apanel;
     pack_a(j, p0 * SG_MR, a);
     for (int64_t p = p0; p < p1; p++) {
@@ -399,9 +447,9 @@ bool tcrt_sgemm_avx512(int64_t M, int64_t N, int64_t K, const float *A, bool ta,
     j.apanel = SG_MR * div_up(j.kc, 16) * 16; /* a multiple of 16 floats: buffers stay aligned */
     j.abuf = (float *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
     j.bpack = j.abuf + 2 * slots * j.apanel;
-    j.chunks = nth <= 1 ? 1 : (j.panels < SG_TASKS_PER_THREAD * nth ? j.panels : SG_TASKS_PER_THREAD * nth);
-    j.per_chunk = div_up(j.panels, j.chunks);
-    j.chunks = div_up(j.panels, j.per_chunk);
+    j.nth = nth;
+    int64_t p0, p1;
+    j.chunks = sg_chunk(j.panels, nth, -1, &p0, &p1);
     for (j.k0 = 0; j.k0 < K; j.k0 += j.kcur) {
         j.kcur = K - j.k0 < j.kc ? K - j.k0 : j.kc;
         for (j.n0 = 0; j.n0 < N; j.n0 += j.ncur) {

@@ -8,8 +8,10 @@
  * of one wrong or missing product.  Cases:
  *   - the kernel itself (tcrt_sgemm_avx512) on 1x1x1, random M, N, K in
  *     1..70, 97, 129, 257 and sizes that cross the K and N blocks, every
- *     transpose, bias and each activation, with 1 and 2 threads (skipped
- *     where the CPU or the build has no AVX-512);
+ *     transpose, bias and each activation, with 1, 2 and 3 threads (3: an
+ *     odd count, two threads taking chunks of A panels from the front and
+ *     one from the back; M up to 300, 22 panels in 12 chunks); skipped
+ *     where the CPU or the build has no AVX-512;
  *   - tcrt_fast_matmul on shapes that take it (batch dims with broadcast,
  *     transposes, epilogues), with the new GEMM on and off
  *     (tcrt_sgemm_enable), and with a too small workspace (the fallback).
@@ -114,7 +116,7 @@ START_TEST(sgemm_direct)
         {1, 1, 1},    {14, 32, 16},  {15, 33, 17},  {97, 129, 257}, {129, 97, 31},
         {257, 65, 9}, {28, 1000, 1}, {3, 700, 530}, {300, 40, 1100},
     };
-    for (int t = 1; t <= 2; t++) {
+    for (int t = 1; t <= 3; t++) {
         tcrt_set_threads(t);
         for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
             for (int tr = 0; tr < 4; tr++)
