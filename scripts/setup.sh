@@ -29,7 +29,8 @@ want_bench=0
 # targets: the aarch64-linux-gnu cross toolchain (tfcc --target aarch64-linux-gnu) and qemu-user to test it
 # llvm backend (--backend llvm, optional in meson): llvm-19-dev (llvm-config-19, libLLVM-19)
 # distributed (--cluster, tests/mpi): openmpi-bin (mpirun) libopenmpi-dev (mpi.h, libmpi, pkg-config ompi-c)
-pkgs=(meson ninja-build pkg-config gcc g++ libc6-dev check libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libonnx-testdata
+# code layout: lld (tfcc links executables with --symbol-ordering-file=runtime/text.order, docs/targets.md)
+pkgs=(meson ninja-build pkg-config gcc g++ libc6-dev lld check libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libonnx-testdata
       libeigen3-dev clang libclang-rt-14-dev valgrind python-matplotlib-data
       gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user llvm-19-dev
       openmpi-bin libopenmpi-dev)

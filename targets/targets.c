@@ -58,6 +58,7 @@ static const TgtTarget table[] = {
         .runtime_libdir = TFCC_RUNTIME_LIBDIR,
         .runtime_include = TFCC_RUNTIME_INCLUDE,
         .exe_wrapper = "",
+        .text_order = TFCC_TEXT_ORDER,
     },
 #if defined(__x86_64__)
     {
@@ -526,6 +527,14 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
         cmd_add(&c, "-Wl,--strip-debug");
         if (j->static_link)
             cmd_add(&c, "-static");
+        /* code layout (docs/targets.md): the functions that runs execute first,
+         * together, so that a run maps fewer 64 KiB windows of code; names the
+         * model does not link are skipped without a warning */
+        if (!j->mpi && t->text_order && t->text_order[0] && access(t->text_order, R_OK) == 0) {
+            cmd_add(&c, "-fuse-ld=lld");
+            cmd_addf(&c, "-Wl,--symbol-ordering-file=", t->text_order);
+            cmd_add(&c, "-Wl,--no-warn-symbol-ordering");
+        }
         ok = run_cmd(&c, j->dir, log_path, st);
     } else if (ok && kind == TGT_OBJ) {
         /* one relocatable object: code + weights (cc -r; no build-id, no paths) */

@@ -29,6 +29,8 @@ typedef struct TgtTarget {
     const char *runtime_include;  /* runtime/include (the sources are in its parent) */
     const char *exe_wrapper;      /* how this machine runs its executables ("" natively) */
     const char *unavailable;      /* NULL, or why tfcc cannot build exe/lib/obj for it */
+    const char *text_order;       /* NULL or "": none; else the function order executables are
+                                   * linked with (lld --symbol-ordering-file; runtime/text.order) */
 } TgtTarget;
 
 /* The host target, with runtime paths baked in at build time. */
