@@ -5,8 +5,8 @@
  * Algorithm:
  *   1. parse flags (--feed NAME=FILE.npy repeatable, --out-dir DIR,
  *      --repeat N, --threads N, --steps N, --log-every K, --save PREFIX,
- *      --save-every K, --restore PREFIX, --profile, --help; "--flag=value"
- *      also accepted) and check their combinations;
+ *      --save-every K, --restore PREFIX, --profile, --flush-denormals,
+ *      --help; "--flag=value" also accepted) and check their combinations;
  *   2. match every feed name to an arg ("x" and "x:0" are the same name),
  *      reject unknown or repeated names and report missing feeds, and check
  *      that no two results map to the same output file, all before any file
@@ -166,7 +166,7 @@ static void usage(const char *prog, const tcrt_model *m, FILE *o)
         o,
         "usage: %s [--feed NAME=FILE.npy]... [--out-dir DIR] [--repeat N] [--threads N]\n"
         "       [--steps N [--log-every K]] [--save PREFIX [--save-every K]] [--restore PREFIX] [--profile]\n"
-        "       [--help]\n"
+        "       [--flush-denormals] [--help]\n"
         "  --feed NAME=FILE.npy  one per arg (NAME 'x' and 'x:0' are the same); with --steps the\n"
         "                        file may hold k batches: first dim k times the arg's, step i uses i mod k\n"
         "  --out-dir DIR         where results are written as NAME.npy (default .)\n"
@@ -174,6 +174,8 @@ static void usage(const char *prog, const tcrt_model *m, FILE *o)
         "  --threads N           threads for the kernels that use them\n"
         "  --profile             time every kernel of the timed runs (with --repeat; else the one run)\n"
         "                        and print their medians, largest first, and a total per TF op\n"
+        "  --flush-denormals     flush subnormal floats to zero (FTZ/DAZ; as TensorFlow's CPU runtime):\n"
+        "                        faster where kernels meet subnormals; default IEEE subnormals\n"
         "  --steps N             train until the global step is N (N runs, fewer after --restore)\n"
         "  --log-every K         print step=S and every scalar float result each K steps\n"
         "                        (default: every step when N <= 20, else every N/10 steps)\n"
@@ -557,7 +559,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     int rc = EXIT_OK;
     const char *out_dir = ".", *save = NULL, *restore = NULL;
     long repeat = 0, threads = 0, steps = 0, log_every = 0, save_every = 0;
-    bool profile = false;
+    bool profile = false, flush = false, flushing = false;
     uint64_t *prof = NULL;
     double *prof_run = NULL; /* --profile: each profiled run's time (ms) */
     if (!feed_file || !feeds || !n_batches || !entries || !written) {
@@ -585,13 +587,16 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
             rc = EXIT_OK;
             goto done;
         }
-        if (strcmp(flag, "--profile") == 0) {
+        if (strcmp(flag, "--profile") == 0 || strcmp(flag, "--flush-denormals") == 0) {
             if (a[flen] == '=') {
-                errorf("--profile takes no value, got '%s'", a);
+                errorf("%s takes no value, got '%s'", flag, a);
                 rc = EXIT_USAGE;
                 goto done;
             }
-            profile = true;
+            if (flag[2] == 'p')
+                profile = true;
+            else
+                flush = true;
             continue;
         }
         static const char *const known[] = {"--feed",    "--out-dir",    "--repeat",
@@ -753,6 +758,14 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     /* 4. arena, state, checkpoint folder */
     if (threads > 0)
         tcrt_set_threads((int)threads);
+    if (flush) { /* this thread's mode; the pool's workers follow it per job */
+        if (tcrt_flush_denormals(1) != 0) {
+            errorf("--flush-denormals: this CPU has no flush-to-zero mode");
+            rc = EXIT_USAGE;
+            goto done;
+        }
+        flushing = true;
+    }
     size_t abytes = (m->arena_bytes + 63) / 64 * 64;
     if (abytes < m->arena_bytes) {
         errorf("arena size overflows");
@@ -922,6 +935,8 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     fflush(stdout);
 
 done:
+    if (flushing) /* the caller's thread back to IEEE subnormals (tcrt_main may be called again) */
+        tcrt_flush_denormals(0);
     if (rc != EXIT_OK)
         for (int j = 0; j < n_written; j++)
             remove(written[j]);

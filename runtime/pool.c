@@ -72,6 +72,9 @@
 #include <stdlib.h>
 #include <time.h>
 #ifdef __linux__
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -95,6 +98,7 @@ typedef struct Pool {
     _Atomic int max_tids;        /* only tids below this take tasks of the current job */
     _Atomic int sleepers;        /* workers in (or entering) a futex wait on gen */
     _Atomic int caller_sleeping; /* the poster waits on `finished` */
+    _Atomic uint32_t fp_mode;    /* the poster's floating-point control (fp_mode_get) */
     _Atomic int busy;            /* a job is posted (one poster at a time) */
     _Atomic int quit;            /* workers exit at the next gen change */
     int n_workers;               /* running workers (threads - 1) */
@@ -112,6 +116,60 @@ static Pool pool;
 static _Thread_local int cur_tid = -1; /* tid of the task running on this thread, -1 outside tasks */
 static _Thread_local Waiter caller_wait; /* this thread's spin state waiting for a job's end */
 static bool hooks;                     /* the atexit and atfork handlers are registered */
+
+/* The calling thread's floating-point control bits: MXCSR without its
+ * exception flags (x86: rounding, exception masks, FTZ, DAZ), FPCR
+ * (AArch64: rounding, FZ); 0 elsewhere.  Workers take the poster's for each
+ * job (tcrt_pool.h), so a caller that flushes subnormals (or rounds
+ * otherwise) gets the same arithmetic on every thread. */
+#if defined(__x86_64__) || defined(__i386__)
+#define FP_MXCSR_FLAGS 0x3fu /* IE DE ZE OE UE PE: sticky status, not control */
+static uint32_t fp_mode_get(void)
+{
+    return _mm_getcsr() & ~FP_MXCSR_FLAGS;
+}
+static void fp_mode_set(uint32_t m)
+{
+    _mm_setcsr((_mm_getcsr() & FP_MXCSR_FLAGS) | (m & ~FP_MXCSR_FLAGS));
+}
+#elif defined(__aarch64__)
+static uint32_t fp_mode_get(void)
+{
+    uint64_t v;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(v));
+    return (uint32_t)v;
+}
+static void fp_mode_set(uint32_t m)
+{
+    uint64_t v = m;
+    __asm__ volatile("msr fpcr, %0" : : "r"(v));
+}
+#else
+static uint32_t fp_mode_get(void)
+{
+    return 0;
+}
+static void fp_mode_set(uint32_t m)
+{
+    (void)m;
+}
+#endif
+
+int tcrt_flush_denormals(int on)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    const uint32_t bits = 0x8040u; /* FTZ (15), DAZ (6) */
+#elif defined(__aarch64__)
+    const uint32_t bits = 1u << 24; /* FZ */
+#else
+    const uint32_t bits = 0;
+    if (on)
+        return -1;
+#endif
+    uint32_t m = fp_mode_get();
+    fp_mode_set(on ? m | bits : m & ~bits);
+    return 0;
+}
 
 #ifndef __linux__
 static pthread_mutex_t fb_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -275,7 +333,7 @@ static void run_tasks(uint32_t g, int tid)
 static void *worker_main(void *arg)
 {
     int tid = (int)(intptr_t)arg;
-    uint32_t seen = pool.start_gen;
+    uint32_t seen = pool.start_gen, fp = fp_mode_get();
     Waiter w = {false, 0};
     cur_tid = tid;
     for (;;) {
@@ -283,6 +341,10 @@ static void *worker_main(void *arg)
         seen = atomic_load(&pool.gen);
         if (atomic_load(&pool.quit))
             return NULL;
+        /* the poster's rounding and subnormal mode (stored before gen) */
+        uint32_t want = atomic_load(&pool.fp_mode);
+        if (want != fp)
+            fp_mode_set(fp = want);
         run_tasks(seen, tid);
     }
 }
@@ -385,6 +447,7 @@ void tcrt_parallel_tasks_max(int64_t n_tasks, int max_threads, tcrt_task_fn fn, 
     atomic_store(&pool.ctx, ctx);
     atomic_store(&pool.n, n_tasks);
     atomic_store(&pool.max_tids, max_threads);
+    atomic_store(&pool.fp_mode, fp_mode_get());
     atomic_store(&pool.gen, g);
     /* (the futex wakes any sleepers, not the tids below max_threads: as many
      * as without the limit, and the others go back to waiting) */

@@ -145,6 +145,17 @@ const char *tcrt_status_str(tcrt_status s);
 void tcrt_set_threads(int n);                   /* kernels that can use threads */
 int tcrt_get_threads(void);
 
+/* ---- floating-point mode ----
+ * The runtime's worker threads take the floating-point control of the
+ * thread that runs the model (MXCSR's rounding and FTZ/DAZ bits on x86,
+ * FPCR on AArch64) for every parallel kernel, so whatever mode the caller
+ * runs in holds on all threads.  tcrt_flush_denormals(1) sets the calling
+ * thread to flush subnormal results and inputs to zero (x86 FTZ and DAZ,
+ * AArch64 FZ), what TensorFlow's CPU executor does; 0 clears it.  Returns
+ * 0, or -1 where the CPU has no such mode (nothing changed).  The
+ * executables' --flush-denormals calls it; IEEE subnormals are the default. */
+int tcrt_flush_denormals(int on);
+
 /* ---- signatures and feeds (tcrt.c) ----
  * Every function here takes err/errlen (err may be NULL) for a one-line
  * reason and never exits, aborts or reads outside the buffers it is given.

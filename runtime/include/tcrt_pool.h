@@ -17,7 +17,8 @@
  * run) and never allocates afterwards.  Idle workers sleep (they may spin only
  * briefly first): a busy core is not taken from other processes.  The
  * workers are stopped and joined at exit (atexit), so a process may exit with
- * a live pool.
+ * a live pool.  Each job runs on the workers in the poster's floating-point
+ * mode (rounding, flush-to-zero: tcrt.h, tcrt_flush_denormals).
  */
 #ifndef TCRT_POOL_H
 #define TCRT_POOL_H

@@ -9,13 +9,17 @@
  * exact and batched feeds (step i uses batch i mod k), the step=S log lines
  * with hand-derived losses, --save / --save-every / --restore (a resumed
  * run continues the global step and the batch sequence), "nothing to run",
- * a missing checkpoint, and the flag errors (exit 2).
+ * a missing checkpoint, and the flag errors (exit 2).  --flush-denormals
+ * with a fake model whose run multiplies by a subnormal on two pool threads:
+ * zero on both threads with the flag, subnormals without (before and after).
  */
 #include "tcrt.h"
 #include "tcrt_ckpt.h"
+#include "tcrt_pool.h"
 
 #include <check.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +167,93 @@ START_TEST(main_ok_and_errors)
     ck_assert_int_ne(access(res, F_OK), 0);
     /* --help exits 0 */
     ck_assert_int_eq(run_main("--help", NULL, NULL, NULL), 0);
+}
+END_TEST
+
+/* ---- --flush-denormals: a fake model whose run multiplies x by a subnormal
+ * on two pool threads: arena [x f32[2,3] at 0][y f32[2,3] at 64]; task t
+ * does row t, and task 0 waits (up to 10 s) for task 1 to start, so that
+ * the worker (tid 1, which takes tasks from the back) runs row 1 ---- */
+
+static volatile float den_scale = 1e-39f; /* subnormal (FLT_MIN is 1.18e-38); volatile: not folded */
+static _Atomic int den_started1;
+static int den_tid[2];
+
+static void den_task(void *ctx, int64_t t, int tid)
+{
+    uint8_t *arena = ctx;
+    if (t == 1)
+        atomic_store(&den_started1, 1);
+    else
+        for (int spin = 0; spin < 10000 && !atomic_load(&den_started1); spin++)
+            usleep(1000);
+    const float *x = (const float *)arena;
+    float *y = (float *)(arena + 64);
+    for (int i = 3 * (int)t; i < 3 * (int)t + 3; i++)
+        y[i] = x[i] * den_scale;
+    den_tid[t] = tid;
+}
+
+static tcrt_status den_run(uint8_t *arena)
+{
+    atomic_store(&den_started1, 0);
+    den_tid[0] = den_tid[1] = -1;
+    tcrt_parallel_tasks(2, den_task, arena);
+    return TCRT_OK;
+}
+
+static const tcrt_model den = {"den", 1, fake_args, 1, fake_results, 128, 0, den_run, 0, NULL, NULL};
+
+/* Runs den with argv a1, a2 (may be NULL) and the feed; returns the exit code
+ * and y in out[6]. */
+static int run_den(const char *a1, const char *a2, float out[6])
+{
+    char feed[128], feedarg[160], outarg[160], res[200];
+    snprintf(feed, sizeof feed, "%s/x.npy", dir);
+    write_feed(feed, TCRT_F32, 2, 2, 3);
+    snprintf(feedarg, sizeof feedarg, "--feed=x=%s", feed);
+    snprintf(outarg, sizeof outarg, "--out-dir=%s", dir);
+    snprintf(res, sizeof res, "%s/out_y_0.npy", dir);
+    unlink(res);
+    char *argv[6] = {"den", feedarg, outarg, "--threads=2"};
+    int argc = 4;
+    if (a1)
+        argv[argc++] = (char *)a1;
+    if (a2)
+        argv[argc++] = (char *)a2;
+    int rc = tcrt_main(&den, argc, argv);
+    if (rc == 0) {
+        tcrt_tensor r;
+        char err[256];
+        ck_assert_int_eq(tcrt_npy_read(res, &r, err, sizeof err), TCRT_OK);
+        memcpy(out, r.data, 6 * sizeof(float));
+        free(r.data);
+    }
+    return rc;
+}
+
+/* Without the flag the products x * 1e-39 are subnormal (x = 0..5, hand
+ * values: 1e-39 ... 5e-39 rounded to float, nonzero); with it every product
+ * is 0 on both threads (the worker follows the caller's mode); the next run
+ * without the flag gets subnormals again (tcrt_main restores the mode). */
+START_TEST(main_flush_denormals)
+{
+    float y[6];
+    for (int pass = 0; pass < 3; pass++) {
+        bool flush = pass == 1;
+        ck_assert_int_eq(run_den(flush ? "--flush-denormals" : NULL, NULL, y), 0);
+        ck_assert_msg(den_tid[0] == 0 && den_tid[1] == 1, "rows ran on tids %d, %d (want 0, 1)", den_tid[0],
+                      den_tid[1]);
+        for (int i = 0; i < 6; i++) {
+            float want = flush ? 0.0f : (float)i * den_scale;
+            ck_assert_msg(y[i] == want, "pass %d y[%d] = %g, want %g", pass, i, (double)y[i], (double)want);
+            if (!flush && i > 0)
+                ck_assert(y[i] > 0 && y[i] < 1.18e-38f); /* a subnormal, not flushed */
+        }
+    }
+    /* takes no value */
+    ck_assert_int_eq(run_den("--flush-denormals=1", NULL, y), 2);
+    tcrt_set_threads(1);
 }
 END_TEST
 
@@ -459,6 +550,7 @@ int main(void)
     tcase_add_test(tm, main_ok_and_errors);
     tcase_add_test(tm, main_steps_and_batches);
     tcase_add_test(tm, main_checkpoints);
+    tcase_add_test(tm, main_flush_denormals);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, tm);
     SRunner *sr = srunner_create(s);

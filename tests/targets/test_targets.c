@@ -26,7 +26,7 @@
  *              (readelf), and the host ones run and match; with lld (the
  *              build's TFCC_TEXT_ORDER), the functions runtime/text.order
  *              lists lie together at the start of the host executable's
- *              code (nm -S), and a static executable's run is unchanged
+ *              code (nm -S), and the executable runs and matches
  * usage: test_targets MODE MODELS_DIR TESTS_SRC_DIR
  * Exits 77 (SKIP) when the models, the cross compiler, qemu or a compiler
  * the mode needs is missing.
@@ -604,9 +604,11 @@ static bool layout_of(const char *exe, const char *order, long long *listed, lon
  * runtime/text.order (docs/targets.md, "Code layout"): the listed functions
  * the executable has come first in its code, so they span little more than
  * their own bytes (functions sharing a section with a listed one, such as
- * libc's, come along); the default order scatters them over the whole text
- * (facemesh-detection-short: 339 KB of them over 908 of 913 KB, against 454
- * with the order).  The static executable runs and matches. */
+ * libc's in a static link, come along); the default order scatters them
+ * over the whole text (facemesh-detection-short --static: 339 KB of them
+ * over 908 of 913 KB, against 454 with the order).  Checked on a dynamic
+ * DS_CNN_S (the runtime's functions; sanitizer builds cannot link
+ * statically), which runs and matches. */
 START_TEST(test_layout)
 {
     const char *order = TFCC_TEXT_ORDER;
@@ -616,15 +618,16 @@ START_TEST(test_layout)
     }
     char exe[600];
     snprintf(exe, sizeof exe, "%s/layout_DS_CNN_S", work);
-    const char *args[] = {"--static", NULL};
-    ck_assert_int_eq(tfcc("DS_CNN_S", exe, args, NULL), 0);
+    /* dynamic: sanitizer builds (make test-asan) cannot link --static */
+    ck_assert_int_eq(tfcc("DS_CNN_S", exe, NULL, NULL), 0);
     long long listed, span;
     ck_assert(layout_of(exe, order, &listed, &span));
     printf("  code layout: %lld bytes of listed functions within the first %lld bytes of code\n", listed,
            span);
-    ck_assert_msg(span <= listed + listed / 2, "listed functions (%lld bytes) spread over %lld bytes", listed,
+    /* DS_CNN_S: 1.02x with the order, 1.46x in the default one */
+    ck_assert_msg(span <= listed + listed / 8, "listed functions (%lld bytes) spread over %lld bytes", listed,
                   span);
-    run_exe("DS_CNN_S --static, linked with runtime/text.order", "DS_CNN_S", exe, false);
+    run_exe("DS_CNN_S, linked with runtime/text.order", "DS_CNN_S", exe, false);
 }
 END_TEST
 
