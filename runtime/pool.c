@@ -71,10 +71,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
-#ifdef __linux__
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
 #endif
+#ifdef __linux__
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
