@@ -593,10 +593,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
                 rc = EXIT_USAGE;
                 goto done;
             }
-            if (flag[2] == 'p')
-                profile = true;
-            else
-                flush = true;
+            *(strcmp(flag, "--profile") == 0 ? &profile : &flush) = true;
             continue;
         }
         static const char *const known[] = {"--feed",    "--out-dir",    "--repeat",

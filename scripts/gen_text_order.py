@@ -40,6 +40,16 @@ def hits(argv, out):
         return [l.strip() for l in f if l.strip()]
 
 
+def model_runs(name, exe, feeds, tmp):
+    """The functions of exe's runs on feeds: 1 thread (serial paths) with --repeat (timing, the
+    median printed), and 2 threads (the pool)."""
+    runs = []
+    for extra in (['--threads', '1', '--repeat', '2'], ['--threads', '2']):
+        runs.append(hits([exe] + feeds + ['--out-dir', os.path.join(tmp, 'out')] + extra, os.path.join(tmp, 'hits')))
+        print('%s %s: %d functions' % (name, ' '.join(extra), len(runs[-1])), file=sys.stderr)
+    return runs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--tfcc', default=os.path.join(ROOT, 'build', 'compiler', 'tfcc'))
@@ -52,7 +62,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for m in MODELS:
             ref = os.path.join(base, m, 'reference', m)
-            io = json.load(open(os.path.join(ref, 'io.json')))
+            with open(os.path.join(ref, 'io.json')) as f:
+                io = json.load(f)
             exe = os.path.join(tmp, m.replace('-', '_'))
             cmd = [a.tfcc, 'compile', os.path.join(base, m, m + '.json'), '-o', exe, '--static']
             feeds = []
@@ -63,11 +74,7 @@ def main():
             for o in io['outputs']:
                 cmd += ['--fetch', o['tensor']]
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-            # 1 thread (serial paths) with --repeat (timing, median printed); 2 threads (the pool)
-            for extra in (['--threads', '1', '--repeat', '2'], ['--threads', '2']):
-                runs.append(hits([exe] + feeds + ['--out-dir', os.path.join(tmp, 'out')] + extra,
-                                 os.path.join(tmp, 'hits')))
-                print('%s %s: %d functions' % (m, ' '.join(extra), len(runs[-1])), file=sys.stderr)
+            runs += model_runs(m, exe, feeds, tmp)
             if m == MODELS[0]:
                 runs.append(hits([exe, '--help'], os.path.join(tmp, 'hits')))
         onnx = [m for m in ONNX_MODELS if os.path.exists(os.path.join(a.onnx_dir, m + '.onnx'))]
@@ -75,11 +82,7 @@ def main():
             exe = os.path.join(tmp, m)
             subprocess.run([a.tfcc, 'compile', os.path.join(a.onnx_dir, m + '.onnx'), '-o', exe, '--static'],
                            check=True, stdout=subprocess.DEVNULL)
-            feeds = ['--feed', 'input=' + os.path.join(a.onnx_dir, m + '_in.npy')]
-            for extra in (['--threads', '1', '--repeat', '2'], ['--threads', '2']):
-                runs.append(hits([exe] + feeds + ['--out-dir', os.path.join(tmp, 'out')] + extra,
-                                 os.path.join(tmp, 'hits')))
-                print('%s %s: %d functions' % (m, ' '.join(extra), len(runs[-1])), file=sys.stderr)
+            runs += model_runs(m, exe, ['--feed', 'input=' + os.path.join(a.onnx_dir, m + '_in.npy')], tmp)
     count, first = collections.Counter(), {}
     for r in runs:
         for i, fn in enumerate(r):
