@@ -1573,6 +1573,7 @@ typedef struct WinoJob {
     float *ws;
     int64_t m, a, pts; /* tile m x m, patch a x a, a*a points */
     int64_t slot, tb, nblk, nq, gq, tw, tpi, tiles, cpad, pstride;
+    int64_t slot_stride; /* floats from one thread's slot to the next (tcrt_ws_slot_stride) */
 } WinoJob;
 
 /* V = B^T d B of one patch (8 channels), point f stored at out + f*fs. */
@@ -1783,7 +1784,7 @@ static void wino_task(void *ctx, int64_t task, int tid)
     const WinoJob *j = ctx;
     int64_t grp = task / j->nblk, blk = task % j->nblk;
     int64_t t0 = blk * j->tb, nt = j->tiles - t0 < j->tb ? j->tiles - t0 : j->tb;
-    float *V = j->ws + (int64_t)tid * j->slot, *M = V + j->pts * j->tb * j->cpad;
+    float *V = j->ws + (int64_t)tid * j->slot_stride, *M = V + j->pts * j->tb * j->cpad;
     wino_input(j, t0, nt, V);
     for (int64_t q = grp * j->gq; q < (grp + 1) * j->gq && q < j->nq; q++) {
         int64_t col0 = q * WINO_CC, ccw = wino_chunk_cols(j->g, col0);
@@ -1812,6 +1813,7 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
     j.ws = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
     j.m = g->wm, j.a = g->wm + 2, j.pts = j.a * j.a;
     j.slot = wino_slot_floats(g);
+    j.slot_stride = tcrt_ws_slot_stride(&out[1], j.ws, WINO_SLOTS, j.slot);
     j.tw = div_up(g->OW, j.m);
     j.tpi = div_up(g->OH, j.m) * j.tw;
     j.tiles = wino_tiles(g);

@@ -200,6 +200,23 @@ size_t tcrt_sgemm_workspace(int64_t M, int64_t N, int64_t K);
  * default); returns the previous setting (fast_eigen.cc). */
 int tcrt_sgemm_enable(int on);
 
+/* Per-thread slots in a kernel's workspace: floats from one thread's slot
+ * to the next, for slots slots of at least slot floats each from the
+ * 64-byte aligned base on.  The workspace is the model's one kernel
+ * scratch buffer (passes/memplan.c), at least as large as this kernel
+ * asked for; spreading the slots over all of it puts thread t's slot at
+ * the same place in every kernel that uses this (as long as each slot
+ * fits a slots-th of the buffer), so it is still in that thread's cache
+ * and no other core owns its lines: a slot that another thread wrote in
+ * the kernel before costs every line a transfer between the cores. */
+static inline int64_t tcrt_ws_slot_stride(const tcrt_tensor *ws, const void *base, int slots, int64_t slot)
+{
+    size_t bytes = (size_t)tcrt_tensor_count(ws) * tcrt_dtype_size(ws->dtype),
+           skip = (size_t)((uintptr_t)base - (uintptr_t)ws->data);
+    int64_t stride = bytes > skip ? (int64_t)((bytes - skip) / (size_t)slots / 64 * 16) : 0;
+    return stride > slot ? stride : slot;
+}
+
 #ifdef __cplusplus
 }
 #endif

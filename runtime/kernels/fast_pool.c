@@ -472,8 +472,8 @@ typedef struct DwBlock {
     int64_t CI, CO, eact, pact;
     float ealpha, palpha;
     bool expand, project;
-    float *ws;                 /* per thread tid: ring then row buffer, at ws + tid * slot */
-    int64_t ring_floats, slot; /* floats */
+    float *ws;                         /* per thread tid: ring then row buffer, at ws + tid * stride */
+    int64_t ring_floats, slot, stride; /* floats; stride: tcrt_ws_slot_stride */
     int64_t bands, per_band;
 } DwBlock;
 
@@ -566,7 +566,7 @@ static void dwblock_task(void *ctx, int64_t task, int tid)
 {
     const DwBlock *b = ctx;
     Dw d = b->d;
-    float *ring = b->ws + tid * b->slot, *row = ring + b->ring_floats;
+    float *ring = b->ws + tid * b->stride, *row = ring + b->ring_floats;
     d.ring = b->expand ? ring : NULL;
     if (b->project)
         d.y = row;
@@ -608,6 +608,7 @@ tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
         (size_t)tcrt_tensor_count(&out[1]) * tcrt_dtype_size(out[1].dtype) < dwblock_ws_bytes(&b))
         return tcrt_ref_conv2d(in, n_in, out, 1, p);
     b.ws = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
+    b.stride = tcrt_ws_slot_stride(&out[1], b.ws, DWB_SLOTS, b.slot);
     b.d.isa = tcrt_kern_isa();
     tcrt_interior_cols(b.d.W, b.d.KW, b.d.sw, b.d.dw, b.d.pl, b.d.OW, &b.d.ow_in0, &b.d.ow_in1);
     int64_t slots = tcrt_get_threads();
