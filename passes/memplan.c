@@ -16,17 +16,20 @@
  * whose lifetimes overlap its own (best fit), or after the last of them.
  * Correctness by construction: a buffer never overlaps in memory any placed
  * buffer whose lifetime overlaps its own.
- * Scratch: the workspaces of the CONV2D and MATMUL kernels are one buffer,
- * live for the whole run and as large as the largest of them (each node's
+ * Scratch: the workspaces of the kernels with per-thread slots (Winograd
+ * and fused depthwise CONV2Ds, has_slots) are one buffer, live for the
+ * whole run and as large as the largest of them (each such node's
  * workspace_bytes is set to that size), which no other buffer overlaps.
- * The kernels keep per-thread slots in it (tcrt_ws_slot_stride), so a
+ * The kernels place their slots in it with tcrt_ws_slot_stride, so a
  * thread finds its slot where it left it, in its own cache: when a
  * workspace shared memory with the activations, a slot's lines had last
  * been written by the other core as often as not, and each one cost a
  * transfer between the cores (measured on a 2-vCPU EPYC, interleaved runs
  * at 2 threads: ResNet-50 -3.6%, ResNet-18 -4%, MobileNetV2 -4%; the arena
- * grew 4% for ResNet-50).  A region op's workspace (its regions' arena) is
- * not part of it.
+ * grew 4% for ResNet-50).  Other workspaces (direct convs' pointers and
+ * patches, MATMUL packing) are planned like any buffer: with all of them
+ * in the scratch, a small model's 57 KB stem patches (sized for
+ * TCRT_MAX_THREADS) added their pages to the run's peak RSS for no speed.
  * A COPY whose input buffer is not pinned and dies at the COPY shares that
  * buffer (reshape in place; the emitted memcpy is skipped when the
  * addresses are equal).
@@ -245,6 +248,16 @@ static bool residual_in_place(const IrGraph *g, const IrNode *n, const bool *is_
         if (n->inputs[k].node == r.node)
             return false;
     return true;
+}
+
+/* Kernels whose workspace holds per-thread slots placed by
+ * tcrt_ws_slot_stride: Winograd and fused depthwise convs (file comment:
+ * Scratch). */
+static bool has_slots(const IrNode *n)
+{
+    int64_t pk = n->p.i[TCRT_CONV_PACKED];
+    return n->op == OP_CONV2D &&
+           (pk == TCRT_CONV_PACK_WINO || pk == TCRT_CONV_PACK_WINO4 || pk == TCRT_CONV_PACK_DWBLOCK);
 }
 
 /* Nodes with a workspace buffer: fast f32 CONV2D/MATMUL, region ops. */
@@ -495,14 +508,14 @@ PassResult pass_memplan(IrGraph *g, PassCtx *cx)
             share_dying(out, &bufs[base[n->inputs[3].node->id] + n->inputs[3].index], pos[n->id]);
     }
 
-    /* Kernel scratch: the workspaces of the CONV2D/MATMUL kernels share one
-     * buffer, live for the whole run, as large as the largest of them and
-     * overlapping no other buffer (file comment: Scratch). */
+    /* Kernel scratch: the workspaces of the kernels with per-thread slots
+     * share one buffer, live for the whole run, as large as the largest of
+     * them and overlapping no other buffer (file comment: Scratch). */
     Buf *scratch = NULL;
     int64_t scratch_own = 0; /* the first workspace's own size (unplanned_bytes) */
     for (int i = 0; i < n_bufs; i++) {
         Buf *b = &bufs[i];
-        if (!b->node || b->out >= 0 || b->size <= 0 || b->node->n_regions > 0)
+        if (!b->node || b->out >= 0 || b->size <= 0 || !has_slots(b->node))
             continue;
         if (!scratch) {
             scratch = b;

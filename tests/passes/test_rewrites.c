@@ -1145,6 +1145,78 @@ START_TEST(test_memplan_residual_in_place)
 }
 END_TEST
 
+/* Kernel scratch (memplan): the workspaces of the Winograd convs (per-
+ * thread slots) are one buffer at one offset, as large as the larger of
+ * their own sizes (the runtime's tcrt_fast_conv2d_workspace on each), that
+ * no activation overlaps; the direct 1x1 conv's workspace keeps its own
+ * size and is planned like any buffer. */
+static size_t own_workspace(const IrNode *n)
+{
+    tcrt_tensor in[4], out = tensor_of(&n->out[0].type, NULL);
+    for (int k = 0; k < n->n_inputs; k++)
+        in[k] = tensor_of(ir_value_type(n->inputs[k]), NULL);
+    tcrt_params p;
+    memcpy(p.i, n->p.i, sizeof p.i);
+    memcpy(p.f, n->p.f, sizeof p.f);
+    return tcrt_fast_conv2d_workspace(in, n->n_inputs, &out, &p);
+}
+
+START_TEST(test_memplan_kernel_scratch)
+{
+    enum { NA = 3 * 3 * 32 * 48, NB = 3 * 3 * 48 * 48, NC = 48 * 16 };
+    static float w[NB];
+    for (int i = 0; i < NB; i++)
+        w[i] = (float)((i * 7) % 11) - 5.0f;
+    size_t tn = (size_t)(NA + NB + NC) * 8 + 4096;
+    char *text = malloc(tn), *ha = malloc((size_t)NA * 8 + 16), *hb = malloc((size_t)NB * 8 + 16),
+         *hc = malloc((size_t)NC * 8 + 16);
+    snprintf(text, tn,
+             "graph \"m\"\nfeed \"x\" %%0\nfetch \"y\" %%6\n"
+             "%%0 = arg() : f32[1,16,16,32]\n"
+             "%%1 = const() : f32[3,3,32,48] = %s\n"
+             "%%2 = conv2d(%%0, %%1) {i=[1,1,1,1,1,1,1,1,0,1]} : f32[1,16,16,48]  # a (Conv)\n"
+             "%%3 = const() : f32[3,3,48,48] = %s\n"
+             "%%4 = conv2d(%%2, %%3) {i=[1,1,1,1,1,1,1,1,0,1]} : f32[1,16,16,48]  # b (Conv)\n"
+             "%%5 = const() : f32[1,1,48,16] = %s\n"
+             "%%6 = conv2d(%%4, %%5) {i=[1,1,1,1,0,0,0,0,0,0]} : f32[1,16,16,16]  # c (Conv)\n",
+             hexf(ha, w, NA), hexf(hb, w, NB), hexf(hc, w, NC));
+    IrGraph *g = parse(text);
+    run_pass(g, pass_winograd);
+    run_pass(g, pass_pack);
+    run_pass(g, pass_memplan);
+    const IrNode *c = fetched(g, 0), *b = c->inputs[0].node, *a = b->inputs[0].node;
+    ck_assert_int_eq(a->p.i[TCRT_CONV_PACKED], TCRT_CONV_PACK_WINO);
+    ck_assert_int_eq(b->p.i[TCRT_CONV_PACKED], TCRT_CONV_PACK_WINO);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_PACKED], TCRT_CONV_PACK_DIRECT);
+    size_t wa = own_workspace(a), wb = own_workspace(b), wc = own_workspace(c);
+    ck_assert_uint_gt(wa, 0);
+    ck_assert_uint_gt(wc, 0);
+    ck_assert_uint_ne(wa, wb);
+    int64_t want = (int64_t)(wa > wb ? wa : wb), w0 = a->workspace_offset, w1 = w0 + want;
+    ck_assert_int_eq(a->workspace_bytes, want);
+    ck_assert_int_eq(b->workspace_bytes, want);
+    ck_assert_int_eq(b->workspace_offset, w0);
+    ck_assert_int_eq(c->workspace_bytes, (int64_t)wc);
+    ck_assert_int_ge(w0, 0);
+    ck_assert_int_le(w1, g->arena_bytes);
+    int checked = 0;
+    IR_FOR_EACH(g, n)
+    {
+        if (n->op == OP_CONST)
+            continue;
+        int64_t o = n->out[0].offset, e = o + (int64_t)ir_type_bytes(&n->out[0].type);
+        ck_assert_msg(e <= w0 || o >= w1, "%%%d [%lld, %lld) overlaps the scratch [%lld, %lld)", n->id,
+                      (long long)o, (long long)e, (long long)w0, (long long)w1);
+        checked++;
+    }
+    ck_assert_int_eq(checked, 4);
+    int64_t c0 = c->workspace_offset, c1 = c0 + (int64_t)wc;
+    ck_assert(c1 <= w0 || c0 >= w1);
+    free(text), free(ha), free(hb), free(hc);
+    ir_graph_free(g);
+}
+END_TEST
+
 static Suite *rewrites_suite(void)
 {
     Suite *s = suite_create("rewrites");
@@ -1167,6 +1239,7 @@ static Suite *rewrites_suite(void)
     tcase_add_test(tc, test_dwfuse_no_bias);
     tcase_add_test(tc, test_pair_pass);
     tcase_add_test(tc, test_memplan_residual_in_place);
+    tcase_add_test(tc, test_memplan_kernel_scratch);
     tcase_add_test(tc, test_conv_shape_rule_errors);
     tcase_add_test(tc, test_pipeline_regions);
     tcase_add_test(tc, test_pipeline_disable_new_passes);
