@@ -1472,7 +1472,9 @@ static void stem_run(const PConv *g)
  * relative 1e-6 on ResNet layers; F(4x4): larger, docs/performance.md),
  * not bit for bit.
  * Workspace: WINO_SLOTS slots of WINO_SLOT_BYTES at most (a slot holds at
- * least one 6-tile block), one per thread: at most WINO_SLOTS threads take
+ * least one 6-tile block), one per thread, spread over the whole workspace
+ * (tcrt_ws_slot_stride: the model's kernel scratch, passes/memplan.c, so a
+ * thread's slot is at one place in every such conv): at most WINO_SLOTS threads take
  * part (tcrt_parallel_tasks_max), so the planned workspace does not grow
  * with TCRT_MAX_THREADS; only the slots of threads in use are touched.  tb
  * depends on Cin and the output size only, never on the ISA or thread

@@ -459,7 +459,8 @@ tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_ten
  * depthwise row goes to a row buffer (OW*Ce floats) and the projection
  * (tcrt_pconv_rows, with the residual) makes the output row from it.  At
  * most DWB_SLOTS threads take part, one ring and row buffer each (the
- * workspace is planned for that many); bands: one per thread taking part
+ * workspace is planned for that many; the slots are spread over all of it,
+ * tcrt_ws_slot_stride); bands: one per thread taking part
  * with an expansion (each band boundary costs a window's rows twice), else
  * up to DWB_BANDS per thread. */
 enum { DWB_SLOTS = 4, DWB_BANDS = 4 };
