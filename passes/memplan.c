@@ -25,8 +25,8 @@
  * workspace shared memory with the activations, a slot's lines had last
  * been written by the other core as often as not, and each one cost a
  * transfer between the cores (measured on a 2-vCPU EPYC, interleaved runs
- * at 2 threads: ResNet-50 -3.6%, ResNet-18 -4%, MobileNetV2 -4%; the arena
- * grew 4% for ResNet-50).  Other workspaces (direct convs' pointers and
+ * at 2 threads: ResNet-50 -2 to -4%, ResNet-18 -1 to -4%, MobileNetV2 -4
+ * to -7%; the arena grew 4% for ResNet-50).  Other workspaces (direct convs' pointers and
  * patches, MATMUL packing) are planned like any buffer: with all of them
  * in the scratch, a small model's 57 KB stem patches (sized for
  * TCRT_MAX_THREADS) added their pages to the run's peak RSS for no speed.
