@@ -1641,6 +1641,21 @@ static inline void wino_in_tf(int64_t m, nvf d[6][6], float *out, int64_t fs)
         wino_in_tf4(d, out, fs);
 }
 
+/* The a x a input pixels of tile tt (NULL where a pixel is padding). */
+static void wino_patch(const WinoJob *j, int64_t tt, const float *src[6][6])
+{
+    const PConv *g = j->g;
+    int64_t n = tt / j->tpi, r = tt % j->tpi;
+    int64_t ih0 = j->m * (r / j->tw) - g->pt, iw0 = j->m * (r % j->tw) - g->pl;
+    for (int64_t y = 0; y < j->a; y++)
+        for (int64_t x = 0; x < j->a; x++) {
+            int64_t ih = ih0 + y, iw = iw0 + x;
+            src[y][x] = ih >= 0 && ih < g->H && iw >= 0 && iw < g->W
+                            ? g->x + ((n * g->H + ih) * g->W + iw) * g->C
+                            : NULL;
+        }
+}
+
 /* Input transform of tiles [t0, t0 + nt) into V [pts][tb][cpad].  Each
  * tile prefetches the next one's patch: the input was written by the
  * previous kernel, on 2 threads half of it by the other core, whose lines
@@ -1653,29 +1668,16 @@ static void wino_input(const WinoJob *j, int64_t t0, int64_t nt, float *V)
 {
     const PConv *g = j->g;
     const int64_t C = g->C, cv = C - C % NV, fs = j->tb * j->cpad, a = j->a;
+    const float *src[6][6], *next[6][6];
+    if (nt > 0)
+        wino_patch(j, t0, src);
     for (int64_t t = 0; t < nt; t++) {
-        int64_t tt = t0 + t, n = tt / j->tpi, r = tt % j->tpi;
-        int64_t ih0 = j->m * (r / j->tw) - g->pt, iw0 = j->m * (r % j->tw) - g->pl;
-        const float *src[6][6];
-        for (int64_t y = 0; y < a; y++)
-            for (int64_t x = 0; x < a; x++) {
-                int64_t ih = ih0 + y, iw = iw0 + x;
-                src[y][x] = ih >= 0 && ih < g->H && iw >= 0 && iw < g->W
-                                ? g->x + ((n * g->H + ih) * g->W + iw) * C
-                                : NULL;
-            }
         if (t + 1 < nt) { /* the next tile's patch */
-            int64_t t2 = tt + 1, n2 = t2 / j->tpi, r2 = t2 % j->tpi;
-            int64_t ih2 = j->m * (r2 / j->tw) - g->pt, iw2 = j->m * (r2 % j->tw) - g->pl;
+            wino_patch(j, t0 + t + 1, next);
             for (int64_t y = 0; y < a; y++)
-                for (int64_t x = 0; x < a; x++) {
-                    int64_t ih = ih2 + y, iw = iw2 + x;
-                    if (ih >= 0 && ih < g->H && iw >= 0 && iw < g->W) {
-                        const char *p = (const char *)(g->x + ((n2 * g->H + ih) * g->W + iw) * C);
-                        for (int64_t b = 0; b < C * (int64_t)sizeof(float); b += 64)
-                            __builtin_prefetch(p + b);
-                    }
-                }
+                for (int64_t x = 0; x < a; x++)
+                    for (int64_t b = 0; next[y][x] && b < C * (int64_t)sizeof(float); b += 64)
+                        __builtin_prefetch((const char *)next[y][x] + b);
         }
         float *vt = V + t * j->cpad;
         nvf d[6][6];
@@ -1694,6 +1696,8 @@ static void wino_input(const WinoJob *j, int64_t t0, int64_t nt, float *V)
             for (int64_t f = 0; f < j->pts; f++)
                 memcpy(vt + f * fs + cv, tail[f], (size_t)(C - cv) * sizeof(float));
         }
+        if (t + 1 < nt)
+            memcpy(src, next, sizeof src);
     }
 }
 
