@@ -78,6 +78,9 @@
 #include "fast_conv_int.h"
 #include "tcrt_pool.h"
 
+#define NV 8 /* fast_wino_int.h: 8-lane vectors, the build's ISA */
+#include "fast_wino_int.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -886,8 +889,6 @@ static void conv_task(void *ctx, int64_t task, int tid)
  * 0.082 -> 0.051 ms; with 4 output channels the per-channel passes lose
  * (1x1 8 -> 4 at 64x64: 0.032 -> 0.068 ms), hence Cout <= 2. */
 enum { NARROW_COUT = 2, NARROW_MIN_CIN = 8, NARROW_MAX_W = 4096 };
-#define NV 8
-typedef float nvf __attribute__((vector_size(NV * sizeof(float))));
 
 /* A direct loop over the output rows (narrow, thin and stem): each task
  * takes per_task rows (n, oh) and runs row on each, which goes along the
@@ -904,23 +905,6 @@ struct Direct {
     int64_t per_task, n_rows; /* output rows (n, oh) */
     int64_t ow_in0, ow_in1;   /* output columns whose taps all lie inside the input */
 };
-
-static inline nvf nv_load(const float *p)
-{
-    nvf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* The first n (< NV: the rest zero) floats at p; nothing past p + n is read. */
-static inline nvf nv_load_n(const float *p, int64_t n)
-{
-    if (n >= NV)
-        return nv_load(p);
-    float t[NV] = {0};
-    memcpy(t, p, (size_t)n * sizeof(float));
-    return nv_load(t);
-}
 
 static inline float nv_sum(nvf v)
 {
@@ -1134,37 +1118,6 @@ enum { THIN_COUT = 8, THIN_MAX_K = 64 };
 static bool thin_applies(const PConv *g)
 {
     return g->O <= THIN_COUT && g->KH * g->KW * g->C <= THIN_MAX_K;
-}
-
-static inline nvf nv_splat(float s)
-{
-    return (nvf){s, s, s, s, s, s, s, s};
-}
-
-typedef int32_t nvi __attribute__((vector_size(NV * sizeof(int32_t))));
-
-/* Lanes of a where m is set, else b. */
-static inline nvf nv_blend(nvi m, nvf a, nvf b)
-{
-    return (nvf)(((nvi)a & m) | ((nvi)b & ~m));
-}
-
-/* tcrt_kern_act lane by lane (the same compares, so NaN too). */
-static inline nvf nv_act(nvf v, int act, float alpha)
-{
-    nvf z = nv_splat(0);
-    switch (act) {
-    case TCRT_ACT_RELU:
-        return nv_blend(v > z, v, z);
-    case TCRT_ACT_RELU6: {
-        nvf six = nv_splat(6);
-        return nv_blend(v < z, z, nv_blend(v > six, six, v));
-    }
-    case TCRT_ACT_LEAKY:
-        return nv_blend(v < z, v * nv_splat(alpha), v);
-    default:
-        return v;
-    }
 }
 
 /* Epilogue of one pixel: y[0..O) = act(acc + bias + res), res optional;
@@ -1492,7 +1445,12 @@ static void stem_run(const PConv *g)
  * --profile minima of 10 alternating runs: the six 14x14 F(2x2) convs 3.64
  * -> 3.26 ms, the four 28x28 F(4x4) ones 1.88 -> 1.80 ms, the 56x56 ones
  * even; whole-model medians 26.2 -> 25.8 ms. */
-enum { WINO_CC = 64, WINO_SLOT_BYTES = 1024 << 10, WINO_SLOTS = 4, WINO_MAX_PTS = 36 };
+enum {
+    WINO_CC = TCRT_WINO_CC,
+    WINO_SLOT_BYTES = 1024 << 10,
+    WINO_SLOTS = 4,
+    WINO_MAX_PTS = TCRT_WINO_MAX_PTS
+};
 
 /* u = G g G^T of one 3x3 filter g (m = 2 or 4), in double. */
 static void wino_filter(int m, const double g[3][3], double u[6][6])
@@ -1584,121 +1542,34 @@ typedef struct WinoJob {
     int64_t slot, tb, nblk, nq, gq, tw, tpi, tiles, cpad, pstride;
     int64_t slot_stride; /* floats from one thread's slot to the next (tcrt_ws_slot_stride) */
     int64_t part_tiles;  /* shared V (wino_run): tiles per input-transform task, else 0 */
+    TcrtWino tf;         /* the transforms' view (fast_conv_int.h) */
+    bool in16, out16;    /* the 16-lane AVX-512 transforms (wino_run) */
 } WinoJob;
 
-/* V = B^T d B of one patch (8 channels), point f stored at out + f*fs. */
-static inline void wino_in_tf2(nvf d[6][6], float *out, int64_t fs)
-{
-    nvf t[4][4];
-    for (int b = 0; b < 4; b++) {
-        t[0][b] = d[0][b] - d[2][b];
-        t[1][b] = d[1][b] + d[2][b];
-        t[2][b] = d[2][b] - d[1][b];
-        t[3][b] = d[1][b] - d[3][b];
-    }
-    for (int a = 0; a < 4; a++) {
-        nvf v[4] = {t[a][0] - t[a][2], t[a][1] + t[a][2], t[a][2] - t[a][1], t[a][1] - t[a][3]};
-        for (int b = 0; b < 4; b++)
-            memcpy(out + (a * 4 + b) * fs, &v[b], sizeof v[b]);
-    }
-}
-
-/* The F(4x4) input transform of one 6-vector (rows of B^T). */
-#define WINO_BT4(x0, x1, x2, x3, x4, x5, y)                                                                  \
-    do {                                                                                                     \
-        nvf f4_ = nv_splat(4), f5_ = nv_splat(5), f2_ = nv_splat(2);                                         \
-        nvf p_ = x4 - f4_ * x2, q_ = x3 - f4_ * x1, r_ = x4 - x2, s_ = f2_ * (x3 - x1);                      \
-        y[0] = f4_ * x0 - f5_ * x2 + x4;                                                                     \
-        y[1] = p_ + q_;                                                                                      \
-        y[2] = p_ - q_;                                                                                      \
-        y[3] = r_ + s_;                                                                                      \
-        y[4] = r_ - s_;                                                                                      \
-        y[5] = f4_ * x1 - f5_ * x3 + x5;                                                                     \
-    } while (0)
-
-static inline void wino_in_tf4(nvf d[6][6], float *out, int64_t fs)
-{
-    nvf t[6][6];
-    for (int b = 0; b < 6; b++) {
-        nvf y[6];
-        WINO_BT4(d[0][b], d[1][b], d[2][b], d[3][b], d[4][b], d[5][b], y);
-        for (int a = 0; a < 6; a++)
-            t[a][b] = y[a];
-    }
-    for (int a = 0; a < 6; a++) {
-        nvf v[6];
-        WINO_BT4(t[a][0], t[a][1], t[a][2], t[a][3], t[a][4], t[a][5], v);
-        for (int b = 0; b < 6; b++)
-            memcpy(out + (a * 6 + b) * fs, &v[b], sizeof v[b]);
-    }
-}
-
-static inline void wino_in_tf(int64_t m, nvf d[6][6], float *out, int64_t fs)
-{
-    if (m == 2)
-        wino_in_tf2(d, out, fs);
-    else
-        wino_in_tf4(d, out, fs);
-}
-
-/* The a x a input pixels of tile tt (NULL where a pixel is padding). */
-static void wino_patch(const WinoJob *j, int64_t tt, const float *src[6][6])
-{
-    const PConv *g = j->g;
-    int64_t n = tt / j->tpi, r = tt % j->tpi;
-    int64_t ih0 = j->m * (r / j->tw) - g->pt, iw0 = j->m * (r % j->tw) - g->pl;
-    for (int64_t y = 0; y < j->a; y++)
-        for (int64_t x = 0; x < j->a; x++) {
-            int64_t ih = ih0 + y, iw = iw0 + x;
-            src[y][x] = ih >= 0 && ih < g->H && iw >= 0 && iw < g->W
-                            ? g->x + ((n * g->H + ih) * g->W + iw) * g->C
-                            : NULL;
-        }
-}
-
-/* Input transform of tiles [t0, t0 + nt) into V [pts][tb][cpad].  Each
- * tile prefetches the next one's patch: the input was written by the
- * previous kernel, on 2 threads half of it by the other core, whose lines
- * the patch loads (a few pixels of one row, then the next row) met one
- * at a time (measured, ResNet-50 at 2 threads on a 2-vCPU EPYC, whose
- * vCPUs are 220 ns apart: the input transform of the 14x14 F(2x2) convs
- * took 2.6x its 1-thread time per tile; whole model -0.5 to -1.5%, 1
- * thread even). */
+/* Input transform of tiles [t0, t0 + nt) into V [pts][tb][cpad]
+ * (fast_wino_int.h). */
 static void wino_input(const WinoJob *j, int64_t t0, int64_t nt, float *V)
 {
-    const PConv *g = j->g;
-    const int64_t C = g->C, cv = C - C % NV, fs = j->tb * j->cpad, a = j->a;
-    const float *src[6][6], *next[6][6];
-    if (nt > 0)
-        wino_patch(j, t0, src);
-    for (int64_t t = 0; t < nt; t++) {
-        if (t + 1 < nt) { /* the next tile's patch */
-            wino_patch(j, t0 + t + 1, next);
-            for (int64_t y = 0; y < a; y++)
-                for (int64_t x = 0; x < a; x++)
-                    for (int64_t b = 0; next[y][x] && b < C * (int64_t)sizeof(float); b += 64)
-                        __builtin_prefetch((const char *)next[y][x] + b);
-        }
-        float *vt = V + t * j->cpad;
-        nvf d[6][6];
-        for (int64_t c = 0; c < cv; c += NV) {
-            for (int64_t y = 0; y < a; y++)
-                for (int64_t x = 0; x < a; x++)
-                    d[y][x] = src[y][x] ? nv_load(src[y][x] + c) : nv_splat(0);
-            wino_in_tf(j->m, d, vt + c, fs);
-        }
-        if (cv < C) { /* the last C % 8 channels, through zero-padded vectors */
-            for (int64_t y = 0; y < a; y++)
-                for (int64_t x = 0; x < a; x++)
-                    d[y][x] = src[y][x] ? nv_load_n(src[y][x] + cv, C - cv) : nv_splat(0);
-            float tail[WINO_MAX_PTS][NV];
-            wino_in_tf(j->m, d, tail[0], NV);
-            for (int64_t f = 0; f < j->pts; f++)
-                memcpy(vt + f * fs + cv, tail[f], (size_t)(C - cv) * sizeof(float));
-        }
-        if (t + 1 < nt)
-            memcpy(src, next, sizeof src);
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX512
+    if (j->in16) {
+        tcrt_wino_input_avx512(&j->tf, t0, nt, V);
+        return;
     }
+#endif
+    wino_input_tf(&j->tf, t0, nt, V);
+}
+
+/* Output transform of tiles [t0, t0 + nt), columns [col0, col0 + ccw) of
+ * M [pts][tb][WINO_CC] (fast_wino_int.h). */
+static void wino_output(const WinoJob *j, int64_t t0, int64_t nt, int64_t col0, int64_t ccw, const float *M)
+{
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX512
+    if (j->out16) {
+        tcrt_wino_output_avx512(&j->tf, t0, nt, col0, ccw, M);
+        return;
+    }
+#endif
+    wino_output_tf(&j->tf, t0, nt, col0, ccw, M);
 }
 
 /* Columns of the Cout chunk from col0 (WINO_CC, fewer in the last). */
@@ -1741,72 +1612,6 @@ static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, c
                 j->k.fn(m, ccw - cb < nr ? ccw - cb : nr, 1, g->C, ind, wf + cb / TCRT_PACK_NR * j->pstride,
                         j->pstride, mf + r0 * WINO_CC + cb, WINO_CC, &e);
             }
-        }
-    }
-}
-
-/* Y = A^T m A of one tile (8 channels): y[i][jj], m x m. */
-static inline void wino_out_tf(int64_t mm, const nvf *m, nvf y[4][4])
-{
-    if (mm == 2) {
-        nvf s[2][4];
-        for (int b = 0; b < 4; b++) {
-            s[0][b] = m[b] + m[4 + b] + m[8 + b];
-            s[1][b] = m[4 + b] - m[8 + b] - m[12 + b];
-        }
-        for (int i = 0; i < 2; i++) {
-            y[i][0] = s[i][0] + s[i][1] + s[i][2];
-            y[i][1] = s[i][1] - s[i][2] - s[i][3];
-        }
-        return;
-    }
-    nvf f2 = nv_splat(2), f4 = nv_splat(4), f8 = nv_splat(8);
-    nvf s[4][6];
-    for (int b = 0; b < 6; b++) {
-        nvf m0 = m[b], m1 = m[6 + b], m2 = m[12 + b], m3 = m[18 + b], m4 = m[24 + b], m5 = m[30 + b];
-        nvf p = m1 + m2, q = m1 - m2, r = m3 + m4, w = m3 - m4;
-        s[0][b] = m0 + p + r;
-        s[1][b] = q + f2 * w;
-        s[2][b] = p + f4 * r;
-        s[3][b] = q + f8 * w + m5;
-    }
-    for (int i = 0; i < 4; i++) {
-        nvf p = s[i][1] + s[i][2], q = s[i][1] - s[i][2], r = s[i][3] + s[i][4], w = s[i][3] - s[i][4];
-        y[i][0] = s[i][0] + p + r;
-        y[i][1] = q + f2 * w;
-        y[i][2] = p + f4 * r;
-        y[i][3] = q + f8 * w + s[i][5];
-    }
-}
-
-/* Output transform of tiles [t0, t0 + nt), columns [col0, col0 + ccw), with
- * bias, residual and activation; pixels past OH/OW are not stored. */
-static void wino_output(const WinoJob *j, int64_t t0, int64_t nt, int64_t col0, int64_t ccw, const float *M)
-{
-    const PConv *g = j->g;
-    const int64_t O = g->O, fs = j->tb * WINO_CC, mm = j->m;
-    for (int64_t t = 0; t < nt; t++) {
-        int64_t tt = t0 + t, n = tt / j->tpi, r = tt % j->tpi;
-        int64_t oh0 = mm * (r / j->tw), ow0 = mm * (r % j->tw);
-        const float *mt = M + t * WINO_CC;
-        for (int64_t c = 0; c < ccw; c += NV) {
-            int64_t w = ccw - c < NV ? ccw - c : NV;
-            nvf m[WINO_MAX_PTS], y[4][4], bv = g->bias ? nv_load_n(g->bias + col0 + c, w) : nv_splat(0);
-            for (int64_t f = 0; f < j->pts; f++)
-                m[f] = nv_load_n(mt + f * fs + c, w);
-            wino_out_tf(mm, m, y);
-            for (int64_t i = 0; i < mm && oh0 + i < g->OH; i++)
-                for (int64_t jj = 0; jj < mm && ow0 + jj < g->OW; jj++) {
-                    int64_t off = ((n * g->OH + oh0 + i) * g->OW + ow0 + jj) * O + col0 + c;
-                    nvf v = y[i][jj] + bv;
-                    if (g->res)
-                        v += nv_load_n(g->res + off, w);
-                    v = nv_act(v, g->act, g->alpha);
-                    if (w == NV) /* constant size: one vector store */
-                        memcpy(g->y + off, &v, sizeof v);
-                    else
-                        memcpy(g->y + off, &v, (size_t)w * sizeof(float));
-                }
         }
     }
 }
@@ -1866,7 +1671,8 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
      * fewer (a 28x28 output is 49 tiles of 4x4: 7 kernel tiles of 7, not
      * 9 of 6; measured, 1 thread, min of 5 interleaved rounds: F(4x4)
      * 128 -> 128 at 28x28 0.648 -> 0.623 ms, caches flushed 0.85 -> 0.82) */
-    j.k = conv_kernel(tcrt_kern_isa(), wino_tiles(g));
+    int isa = tcrt_kern_isa();
+    j.k = conv_kernel(isa, wino_tiles(g));
     j.ws = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
     j.m = g->wm, j.a = g->wm + 2, j.pts = j.a * j.a;
     j.slot = wino_slot_floats(g);
@@ -1897,6 +1703,12 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
         ngrp++;
     j.gq = div_up(j.nq, ngrp);
     j.part_tiles = 0;
+    j.tf = (TcrtWino){g->x,    g->N,   g->H, g->W,  g->C,          g->pt,  g->pl,         g->y,
+                      g->bias, g->res, g->O, g->OH, g->OW,         g->act, g->alpha,      j.m,
+                      j.a,     j.pts,  j.tw, j.tpi, j.tb * j.cpad, j.cpad, j.tb * WINO_CC};
+    /* 16 lanes where no channel needs the partial-vector path (fast_wino_int.h) */
+    j.in16 = isa >= TCRT_ISA_AVX512 && g->C % 16 == 0;
+    j.out16 = isa >= TCRT_ISA_AVX512 && g->O % 16 == 0;
     if (j.nblk == 1 && ngrp > 1 && nth > 1) {
         /* one block for all the groups: each group's task would transform
          * the whole input again, so it is transformed once, in parts, into

@@ -355,3 +355,19 @@ void tcrt_pack_a6_avx512(const float *a, int64_t lda, int64_t kc, float *dst)
         for (int r = 0; r < 6; r++)
             dst[r] = a[r * lda + k];
 }
+
+/* ---- Winograd transforms at 16 lanes (fast_wino_int.h) ---- */
+
+#define NV 16
+#include "fast_wino_int.h"
+
+void tcrt_wino_input_avx512(const TcrtWino *w, int64_t t0, int64_t nt, float *V)
+{
+    wino_input_tf(w, t0, nt, V);
+}
+
+void tcrt_wino_output_avx512(const TcrtWino *w, int64_t t0, int64_t nt, int64_t col0, int64_t ccw,
+                             const float *M)
+{
+    wino_output_tf(w, t0, nt, col0, ccw, M);
+}

@@ -116,6 +116,33 @@ void tcrt_pack_a6_avx512(const float *a, int64_t lda, int64_t kc, float *dst);
  * tests. */
 const float *tcrt_pconv_next_weights(const float *w);
 
+/* The Winograd conv's transforms (fast_conv.c wino_run, written once in
+ * fast_wino_int.h): the input x [N,H,W,C] with padding pt/pl in tiles of
+ * m x m outputs (a x a patches, pts = a*a points, tw tiles per output row,
+ * tpi per image), transformed into V [pts][tile][cpad] (point stride vs
+ * floats); the GEMMs' sums M [pts][tile][TCRT_WINO_CC] (point stride ms)
+ * transformed into y [N,OH,OW,O] with bias, residual and activation. */
+#define TCRT_WINO_CC 64      /* Cout columns per chunk (M's tile stride) */
+#define TCRT_WINO_MAX_PTS 36 /* points of the largest tile, F(4x4) */
+typedef struct TcrtWino {
+    const float *x;
+    int64_t N, H, W, C, pt, pl;
+    float *y;
+    const float *bias, *res;
+    int64_t O, OH, OW;
+    int act;
+    float alpha;
+    int64_t m, a, pts, tw, tpi;
+    int64_t vs, cpad, ms;
+} TcrtWino;
+
+/* The AVX-512 (16-lane) copies: tiles [t0, t0 + nt) into V; columns
+ * [col0, col0 + ccw) of tiles [t0, t0 + nt) from M into y.  Callers take
+ * them for C (input) or O (output) a multiple of 16. */
+void tcrt_wino_input_avx512(const TcrtWino *w, int64_t t0, int64_t nt, float *V);
+void tcrt_wino_output_avx512(const TcrtWino *w, int64_t t0, int64_t nt, int64_t col0, int64_t ccw,
+                             const float *M);
+
 /* Rows per tile of the packed direct conv over pixels output pixels on the
  * current ISA (7 where tcrt_ukernel_avx512_r7 is taken); for tests. */
 int64_t tcrt_conv_tile_rows(int64_t pixels);

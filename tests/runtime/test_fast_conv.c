@@ -453,7 +453,8 @@ END_TEST
  * 17 (8-lane tails), 64 and 130, Cout 1, 5, 17, 64, 100 and 130 (several
  * 64-column chunks and their remainders), N = 2, bias, residual and each
  * activation; blocks of many tiles (30x30) and fewer tiles than one
- * micro-kernel tile (a 1x1 output); the shared-V passes. */
+ * micro-kernel tile (a 1x1 output); the shared-V passes; the 16-lane
+ * transforms of AVX-512 (Cin or Cout a multiple of 16). */
 START_TEST(conv_winograd)
 {
     static const struct {
@@ -479,6 +480,10 @@ START_TEST(conv_winograd)
          * transform is a pass of its own into a V both chunks read (shared
          * V), its tile parts crossing from image 0 into image 1 */
         {"shared V N2", {2, 10, 9, 20, 3, 3, 128, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
+        /* the 16-lane transforms on AVX-512 (Cin, Cout multiples of 16),
+         * a last chunk of 16 columns; 16 lanes in and 8 out */
+        {"16 lanes", {1, 9, 10, 32, 3, 3, 80, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_LEAKY}},
+        {"16 lanes in", {1, 6, 11, 48, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_RELU6}},
     };
     for (wino_mode = 2; wino_mode <= 4; wino_mode += 2) {
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
