@@ -249,6 +249,12 @@ START_TEST(conv_cases)
         /* taps split with 8 Cout blocks or more: whole blocks as tasks at 2
          * threads (2 tap groups of 176-channel taps) */
         {"split whole blocks", {1, 2, 2, 176, 3, 3, 460, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_RELU}},
+        /* a 7x7 output on the 7-row AVX-512 kernel, Cout-block-major: at 2
+         * threads 32-wide blocks (an odd count of 48-wide ones), also with
+         * the taps split and whole blocks as tasks */
+        {"7x7 even blocks", {1, 7, 7, 64, 3, 3, 512, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
+        {"7x7 even blocks split",
+         {1, 7, 7, 384, 3, 3, 320, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_RELU6}},
         /* tile-major (weights under 1 MB) with several Cout blocks and many tiles */
         {"tile major", {2, 9, 10, 40, 3, 3, 200, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}},
     };
