@@ -2,20 +2,20 @@
  * convolution, float32 (tcrt_kernels.h); everything else goes to the
  * reference kernels (ref_pool.c, ref_conv.c), which define the semantics.
  *
- * Vectors: GCC/Clang vector extensions of VL = 8 floats (one ymm with the
+ * Vectors: GCC/Clang vector extensions of NV = 8 floats (one ymm with the
  * default -march=x86-64-v3, two xmm or NEON registers elsewhere), over the
- * channel dimension, which is innermost in NHWC; a channel tail below VL runs
+ * channel dimension, which is innermost in NHWC; a channel tail below NV runs
  * the same arithmetic on scalars.  Loads and stores go through memcpy, so no
  * alignment is assumed.
  * Pooling: per output pixel, the window is clipped to the input once (taps in
  *   the padding never count: max ignores them, the average divides by the
  *   in-bounds count, and an empty window gives 0, as the reference); channels
  *   in blocks of 4 vectors, then 1, then the tail as the last vector's worth
- *   (recomputing a few channels; scalars below VL channels or when x and y
+ *   (recomputing a few channels; scalars below NV channels or when x and y
  *   overlap).  Max keeps NaN as the reference does (a NaN tap wins and
  *   stays).
  * Depthwise (w [KH,KW,C,M], output channel c*M+m): for M = 1, per output row
- *   and block of VL channels, the output pixels whose taps all lie inside the
+ *   and block of NV channels, the output pixels whose taps all lie inside the
  *   input are done four at a time (each weight vector loaded once per tap for
  *   four outputs), the border pixels one at a time with clipped taps; M > 1
  *   accumulates tap by tap into the output row (channel c broadcast to its M
@@ -34,51 +34,14 @@
 #include <stdbool.h>
 #include <string.h>
 
-#define VL 8
-typedef float vf __attribute__((vector_size(VL * sizeof(float))));
-typedef int32_t vi __attribute__((vector_size(VL * sizeof(float))));
+#define NV 8 /* fast_vec_int.h: 8-lane vectors, the build's ISA */
+#include "fast_vec_int.h"
 
 #define SERIAL_WORK (1 << 16) /* multiply-adds (or compares) below which one thread runs */
 
-static inline vf vload(const float *p)
-{
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void vstore(float *p, vf v)
+static inline void nv_store(float *p, nvf v)
 {
     memcpy(p, &v, sizeof v);
-}
-
-static inline vf vsplat(float s)
-{
-    return (vf){s, s, s, s, s, s, s, s};
-}
-
-/* Lanes of a where m is set, else b. */
-static inline vf vblend(vi m, vf a, vf b)
-{
-    return (vf)(((vi)a & m) | ((vi)b & ~m));
-}
-
-/* tcrt_kern_act lane by lane (NaN handled the same way). */
-static inline vf actv(vf v, int64_t a, float alpha)
-{
-    vf z = vsplat(0);
-    switch (a) {
-    case TCRT_ACT_RELU:
-        return vblend(v > z, v, z);
-    case TCRT_ACT_RELU6: {
-        vf six = vsplat(6);
-        return vblend(v < z, z, vblend(v > six, six, v));
-    }
-    case TCRT_ACT_LEAKY:
-        return vblend(v < z, v * vsplat(alpha), v);
-    default:
-        return v;
-    }
 }
 
 /* Rows [r0, r1) of n_rows cut into tasks: ranges of about n_rows / n_tasks. */
@@ -118,51 +81,51 @@ static void pool_pixel(const Pool *q, const float *xb, int64_t h0, int64_t h1, i
         memset(y, 0, (size_t)C * sizeof(float));
         return;
     }
-    vf vinit = vsplat(q->is_max ? -INFINITY : 0.0f), vinv = vsplat(1.0f / (float)cnt);
+    nvf vinit = nv_splat(q->is_max ? -INFINITY : 0.0f), vinv = nv_splat(1.0f / (float)cnt);
     int64_t c = 0;
-    for (; c + 4 * VL <= C; c += 4 * VL) {
-        vf a0 = vinit, a1 = vinit, a2 = vinit, a3 = vinit;
+    for (; c + 4 * NV <= C; c += 4 * NV) {
+        nvf a0 = vinit, a1 = vinit, a2 = vinit, a3 = vinit;
         for (int64_t ih = h0; ih < h1; ih++)
             for (int64_t iw = w0; iw < w1; iw++) {
                 const float *p = xb + ih * rs + iw * C + c;
-                vf v0 = vload(p), v1 = vload(p + VL), v2 = vload(p + 2 * VL), v3 = vload(p + 3 * VL);
+                nvf v0 = nv_load(p), v1 = nv_load(p + NV), v2 = nv_load(p + 2 * NV), v3 = nv_load(p + 3 * NV);
                 if (q->is_max) {
-                    a0 = vblend((v0 > a0) | (v0 != v0), v0, a0);
-                    a1 = vblend((v1 > a1) | (v1 != v1), v1, a1);
-                    a2 = vblend((v2 > a2) | (v2 != v2), v2, a2);
-                    a3 = vblend((v3 > a3) | (v3 != v3), v3, a3);
+                    a0 = nv_blend((v0 > a0) | (v0 != v0), v0, a0);
+                    a1 = nv_blend((v1 > a1) | (v1 != v1), v1, a1);
+                    a2 = nv_blend((v2 > a2) | (v2 != v2), v2, a2);
+                    a3 = nv_blend((v3 > a3) | (v3 != v3), v3, a3);
                 } else {
                     a0 += v0, a1 += v1, a2 += v2, a3 += v3;
                 }
             }
         if (!q->is_max)
             a0 *= vinv, a1 *= vinv, a2 *= vinv, a3 *= vinv;
-        vstore(y + c, a0);
-        vstore(y + c + VL, a1);
-        vstore(y + c + 2 * VL, a2);
-        vstore(y + c + 3 * VL, a3);
+        nv_store(y + c, a0);
+        nv_store(y + c + NV, a1);
+        nv_store(y + c + 2 * NV, a2);
+        nv_store(y + c + 3 * NV, a3);
     }
-    for (; c + VL <= C; c += VL) {
-        vf a = vinit;
+    for (; c + NV <= C; c += NV) {
+        nvf a = vinit;
         for (int64_t ih = h0; ih < h1; ih++)
             for (int64_t iw = w0; iw < w1; iw++) {
-                vf v = vload(xb + ih * rs + iw * C + c);
-                a = q->is_max ? vblend((v > a) | (v != v), v, a) : a + v;
+                nvf v = nv_load(xb + ih * rs + iw * C + c);
+                a = q->is_max ? nv_blend((v > a) | (v != v), v, a) : a + v;
             }
-        vstore(y + c, q->is_max ? a : a * vinv);
+        nv_store(y + c, q->is_max ? a : a * vinv);
     }
-    if (c < C && C >= VL && q->disjoint) {
-        /* the channel tail as the last VL channels, recomputing a few (the
+    if (c < C && C >= NV && q->disjoint) {
+        /* the channel tail as the last NV channels, recomputing a few (the
          * same values stored again): the scalar loop below took the 4 tail
          * channels of facemesh-detection's 64x64x28 max pool to 1.5x the
          * time of its 24 vector channels */
-        vf a = vinit;
+        nvf a = vinit;
         for (int64_t ih = h0; ih < h1; ih++)
             for (int64_t iw = w0; iw < w1; iw++) {
-                vf v = vload(xb + ih * rs + iw * C + C - VL);
-                a = q->is_max ? vblend((v > a) | (v != v), v, a) : a + v;
+                nvf v = nv_load(xb + ih * rs + iw * C + C - NV);
+                a = q->is_max ? nv_blend((v > a) | (v != v), v, a) : a + v;
             }
-        vstore(y + C - VL, q->is_max ? a : a * vinv);
+        nv_store(y + C - NV, q->is_max ? a : a * vinv);
         c = C;
     }
     for (; c < C; c++) {
@@ -306,14 +269,14 @@ static void dw_row_m1(const Dw *d, int64_t n, int64_t oh, int64_t k0, int64_t k1
     }
 #endif
     dw_row_m18(d, n, oh, k0, k1, c, C);
-    c = C - C % VL;
-    if (c < C && C >= VL && (!d->res || d->res != d->y)) {
-        /* the channel tail as the last VL channels, recomputing a few: the
+    c = C - C % NV;
+    if (c < C && C >= NV && (!d->res || d->res != d->y)) {
+        /* the channel tail as the last NV channels, recomputing a few: the
          * same values stored again (not with y in the residual's buffer,
          * which would add it twice); the scalar loop below took the 4
          * tail channels of facemesh-detection's 28- and 36-channel
          * depthwise convs to 2.4x the time of a 24-channel one */
-        dw_row_m18(d, n, oh, k0, k1, C - VL, C);
+        dw_row_m18(d, n, oh, k0, k1, C - NV, C);
         c = C;
     }
     const float *xn = d->x + n * d->H * d->W * C;
@@ -344,10 +307,10 @@ static void dw_row_mn(const Dw *d, int64_t n, int64_t oh, int64_t k0, int64_t k1
     for (int64_t ow = 0; ow < d->OW; ow++) {
         int64_t off = ((n * d->OH + oh) * d->OW + ow) * O;
         float *y = d->y + off;
-        float r[VL];
-        for (int64_t o0 = 0; o0 < O; o0 += VL) {
+        float r[NV];
+        for (int64_t o0 = 0; o0 < O; o0 += NV) {
             /* residual first: y may share its buffer */
-            int64_t nb = O - o0 < VL ? O - o0 : VL;
+            int64_t nb = O - o0 < NV ? O - o0 : NV;
             for (int64_t j = 0; j < nb; j++)
                 r[j] = (d->bias ? d->bias[o0 + j] : 0.0f) + (d->res ? d->res[off + o0 + j] : 0.0f);
             memcpy(y + o0, r, (size_t)nb * sizeof(float));
@@ -368,8 +331,8 @@ static void dw_row_mn(const Dw *d, int64_t n, int64_t oh, int64_t k0, int64_t k1
             }
         }
         int64_t o = 0;
-        for (; o + VL <= O; o += VL)
-            vstore(y + o, actv(vload(y + o), d->act, d->alpha));
+        for (; o + NV <= O; o += NV)
+            nv_store(y + o, nv_act(nv_load(y + o), d->act, d->alpha));
         for (; o < O; o++)
             y[o] = tcrt_kern_act(y[o], d->act, d->alpha);
     }

@@ -7,10 +7,10 @@
  * run, so the input is [outer, red, inner] in row-major order and the
  * output [outer, inner]:
  *  - inner == 1 (the last axes: softmax, layer norm): each output is the
- *    reduction of red contiguous floats, in VL lanes of partial results
+ *    reduction of red contiguous floats, in NV lanes of partial results
  *    combined at the end;
  *  - inner > 1 (NHWC global pooling over H, W): the output row of inner
- *    floats accumulates the red input rows, RB vectors of VL channels at a
+ *    floats accumulates the red input rows, RB vectors of NV channels at a
  *    time (then one vector, then scalars).
  * Sums are float32 (the reference accumulates in double: results differ by
  * rounding only); max follows the reference's NaN rule (a NaN wins and
@@ -22,22 +22,14 @@
 #include <stdbool.h>
 #include <string.h>
 
-#define VL 8
-typedef float vf __attribute__((vector_size(VL * sizeof(float))));
-typedef int32_t vi __attribute__((vector_size(VL * sizeof(float))));
-
-static inline vf vload(const float *p)
-{
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
+#define NV 8 /* fast_vec_int.h: 8-lane vectors, the build's ISA */
+#include "fast_vec_int.h"
 
 /* max with NaN winning and staying: a NaN in a is kept, a NaN in v taken. */
-static inline vf vmax_nan(vf a, vf v)
+static inline nvf vmax_nan(nvf a, nvf v)
 {
-    vi take = ((v > a) | (v != v)) & (a == a);
-    return (vf)(((vi)v & take) | ((vi)a & ~take));
+    nvi take = ((v > a) | (v != v)) & (a == a);
+    return (nvf)(((nvi)v & take) | ((nvi)a & ~take));
 }
 
 static inline float max_nan(float a, float v)
@@ -50,10 +42,10 @@ static float reduce_row(const float *x, int64_t n, bool is_max)
 {
     int64_t i = 0;
     float r = is_max ? x[0] : 0.0f;
-    if (n >= 2 * VL) {
-        vf a0 = vload(x), a1 = vload(x + VL);
-        for (i = 2 * VL; i + 2 * VL <= n; i += 2 * VL) {
-            vf v0 = vload(x + i), v1 = vload(x + i + VL);
+    if (n >= 2 * NV) {
+        nvf a0 = nv_load(x), a1 = nv_load(x + NV);
+        for (i = 2 * NV; i + 2 * NV <= n; i += 2 * NV) {
+            nvf v0 = nv_load(x + i), v1 = nv_load(x + i + NV);
             if (is_max)
                 a0 = vmax_nan(a0, v0), a1 = vmax_nan(a1, v1);
             else
@@ -61,11 +53,11 @@ static float reduce_row(const float *x, int64_t n, bool is_max)
         }
         if (is_max) {
             a0 = vmax_nan(a0, a1);
-            for (int k = 0; k < VL; k++)
+            for (int k = 0; k < NV; k++)
                 r = max_nan(r, a0[k]);
         } else {
             a0 += a1;
-            for (int k = 0; k < VL; k++)
+            for (int k = 0; k < NV; k++)
                 r += a0[k];
         }
     }
@@ -83,27 +75,27 @@ static float reduce_row(const float *x, int64_t n, bool is_max)
  * took 1.55 ms. */
 #define RB 8
 
-/* nb (1..RB) vectors of channels, y[0 .. nb*VL) over red rows of x. */
+/* nb (1..RB) vectors of channels, y[0 .. nb*NV) over red rows of x. */
 static inline __attribute__((always_inline)) void reduce_vecs(const float *x, int64_t red, int64_t inner,
                                                               float *y, bool is_max, const int nb)
 {
-    vf a[RB];
+    nvf a[RB];
     for (int k = 0; k < nb; k++)
-        a[k] = vload(x + k * VL);
+        a[k] = nv_load(x + k * NV);
     for (int64_t r = 1; r < red; r++) {
         const float *xr = x + r * inner;
         for (int k = 0; k < nb; k++)
-            a[k] = is_max ? vmax_nan(a[k], vload(xr + k * VL)) : a[k] + vload(xr + k * VL);
+            a[k] = is_max ? vmax_nan(a[k], nv_load(xr + k * NV)) : a[k] + nv_load(xr + k * NV);
     }
-    memcpy(y, a, (size_t)nb * sizeof(vf));
+    memcpy(y, a, (size_t)nb * sizeof(nvf));
 }
 
 static void reduce_rows(const float *x, int64_t red, int64_t inner, float *y, bool is_max)
 {
     int64_t i = 0;
-    for (; i + RB * VL <= inner; i += RB * VL)
+    for (; i + RB * NV <= inner; i += RB * NV)
         reduce_vecs(x + i, red, inner, y + i, is_max, RB);
-    for (; i + VL <= inner; i += VL)
+    for (; i + NV <= inner; i += NV)
         reduce_vecs(x + i, red, inner, y + i, is_max, 1);
     for (; i < inner; i++) {
         float a = x[i];

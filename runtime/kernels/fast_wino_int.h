@@ -1,79 +1,25 @@
-/* fast_wino_int.h - the vector helpers of the packed-conv driver and the
- * Winograd input and output transforms, written once for a vector of NV
- * floats; not installed, not part of the runtime's public API.
+/* fast_wino_int.h - the Winograd input and output transforms, written once
+ * for a vector of NV floats (fast_vec_int.h); not installed, not part of
+ * the runtime's public API.
  *
  * The includer defines NV (8 or 16) first.  fast_conv.c includes it with
- * NV 8 (the build's ISA: its direct loops and the transforms on AVX2 and
- * portable C); fast_conv_avx512.c with NV 16, compiled with -mavx512f, for
+ * NV 8 (the transforms on AVX2 and portable C, the build's ISA);
+ * fast_conv_avx512.c with NV 16, compiled with -mavx512f, for
  * tcrt_wino_input_avx512 / tcrt_wino_output_avx512, which wino_run takes
  * on AVX-512 where the channel count is a multiple of 16.  The transforms
  * are loads, adds and stores, one vector of channels at a time: with 16
  * lanes a tile takes half the instructions (measured, ResNet-50 at 1
- * thread on a 2-vCPU AVX-512 EPYC: docs/performance.md "Winograd
- * transforms at 16 lanes").  Only static functions: each translation unit
- * has its own copy.
+ * thread on a 2-vCPU AVX-512 EPYC: docs/performance.md, Winograd).  Only static functions: each translation
+ * unit has its own copy.
  */
 #ifndef TCRT_FAST_WINO_INT_H
 #define TCRT_FAST_WINO_INT_H
 
 #include "fast_conv_int.h"
+#include "fast_vec_int.h"
 
 #include <stdint.h>
 #include <string.h>
-
-#if !defined(NV) || (NV != 8 && NV != 16)
-#error "define NV (8 or 16) before including fast_wino_int.h"
-#endif
-
-typedef float nvf __attribute__((vector_size(NV * sizeof(float))));
-typedef int32_t nvi __attribute__((vector_size(NV * sizeof(int32_t))));
-
-static inline nvf nv_load(const float *p)
-{
-    nvf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* The first n (< NV: the rest zero) floats at p; nothing past p + n is read. */
-static inline nvf nv_load_n(const float *p, int64_t n)
-{
-    if (n >= NV)
-        return nv_load(p);
-    float t[NV] = {0};
-    memcpy(t, p, (size_t)n * sizeof(float));
-    return nv_load(t);
-}
-
-static inline nvf nv_splat(float s)
-{
-    nvf v = {0};
-    return v + s;
-}
-
-/* Lanes of a where m is set, else b. */
-static inline nvf nv_blend(nvi m, nvf a, nvf b)
-{
-    return (nvf)(((nvi)a & m) | ((nvi)b & ~m));
-}
-
-/* tcrt_kern_act lane by lane (the same compares, so NaN too). */
-static inline nvf nv_act(nvf v, int act, float alpha)
-{
-    nvf z = nv_splat(0);
-    switch (act) {
-    case TCRT_ACT_RELU:
-        return nv_blend(v > z, v, z);
-    case TCRT_ACT_RELU6: {
-        nvf six = nv_splat(6);
-        return nv_blend(v < z, z, nv_blend(v > six, six, v));
-    }
-    case TCRT_ACT_LEAKY:
-        return nv_blend(v < z, v * nv_splat(alpha), v);
-    default:
-        return v;
-    }
-}
 
 /* V = B^T d B of one patch (NV channels), point f stored at out + f*fs. */
 static inline void wino_in_tf2(nvf d[6][6], float *out, int64_t fs)
