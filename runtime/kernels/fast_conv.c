@@ -78,7 +78,7 @@
 #include "fast_conv_int.h"
 #include "tcrt_pool.h"
 
-#define NV 8 /* fast_wino_int.h: 8-lane vectors, the build's ISA */
+#define NV 8 /* fast_vec_int.h (through fast_wino_int.h): 8-lane vectors, the build's ISA */
 #include "fast_wino_int.h"
 
 #include <stdint.h>
