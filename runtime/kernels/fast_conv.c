@@ -1541,11 +1541,10 @@ typedef struct WinoJob {
     const PConv *g;
     Kern k;
     float *ws;
-    int64_t m, a, pts; /* tile m x m, patch a x a, a*a points */
-    int64_t slot, tb, nblk, nq, gq, tw, tpi, tiles, cpad, pstride;
+    int64_t slot, tb, nblk, nq, gq, tiles, pstride;
     int64_t slot_stride; /* floats from one thread's slot to the next (tcrt_ws_slot_stride) */
     int64_t part_tiles;  /* shared V (wino_run): tiles per input-transform task, else 0 */
-    TcrtWino tf;         /* the transforms' view (fast_conv_int.h) */
+    TcrtWino tf;         /* the tiles' geometry and the transforms' view (fast_conv_int.h) */
     bool in16, out16;    /* the 16-lane AVX-512 transforms (wino_run) */
 } WinoJob;
 
@@ -1595,21 +1594,21 @@ static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, c
     const float *ind[TCRT_KERN_MAX_MR];
     int64_t part = g->C * TCRT_PACK_NR * (int64_t)sizeof(float), calls = div_up(nt, mr) * div_up(ccw, nr);
     const float *uc = g->w + (col0 / TCRT_PACK_NR) * j->pstride; /* the chunk's U */
-    for (int64_t f = 0; f < j->pts; f++) {
-        const float *vf = V + f * j->tb * j->cpad;
-        float *mf = M + f * j->tb * WINO_CC;
+    for (int64_t f = 0; f < j->tf.pts; f++) {
+        const float *vf = V + f * j->tf.vs;
+        float *mf = M + f * j->tf.ms;
         const float *wf = uc + f * g->C * TCRT_PACK_NR;
         /* the next point's U slice (after the last point, the next chunk's
          * first), spread over this point's calls (file comment: Prefetch) */
-        PfShare pfs = f + 1 < j->pts ? pf_share(uc, (f + 1) * part, j->pstride, div_up(ccw, TCRT_PACK_NR),
-                                                part, calls, 0)
-                      : ncol0 >= 0   ? pf_share(g->w + (ncol0 / TCRT_PACK_NR) * j->pstride, 0, j->pstride,
-                                                div_up(wino_chunk_cols(g, ncol0), TCRT_PACK_NR), part, calls, 0)
-                                     : pf_share(NULL, 0, 0, 0, 0, 1, 0);
+        PfShare pfs = f + 1 < j->tf.pts ? pf_share(uc, (f + 1) * part, j->pstride, div_up(ccw, TCRT_PACK_NR),
+                                                   part, calls, 0)
+                      : ncol0 >= 0      ? pf_share(g->w + (ncol0 / TCRT_PACK_NR) * j->pstride, 0, j->pstride,
+                                                   div_up(wino_chunk_cols(g, ncol0), TCRT_PACK_NR), part, calls, 0)
+                                        : pf_share(NULL, 0, 0, 0, 0, 1, 0);
         for (int64_t r0 = 0; r0 < nt; r0 += mr) {
             int64_t m = nt - r0 < mr ? nt - r0 : mr;
             for (int64_t r = 0; r < mr; r++)
-                ind[r] = vf + (r0 + (r < m ? r : m - 1)) * j->cpad;
+                ind[r] = vf + (r0 + (r < m ? r : m - 1)) * j->tf.cpad;
             for (int64_t cb = 0; cb < ccw; cb += nr) {
                 e.pf = pf_next(&pfs, &e.pf_bytes);
                 j->k.fn(m, ccw - cb < nr ? ccw - cb : nr, 1, g->C, ind, wf + cb / TCRT_PACK_NR * j->pstride,
@@ -1626,7 +1625,7 @@ static void wino_task(void *ctx, int64_t task, int tid)
     const WinoJob *j = ctx;
     int64_t grp = task / j->nblk, blk = task % j->nblk;
     int64_t t0 = blk * j->tb, nt = j->tiles - t0 < j->tb ? j->tiles - t0 : j->tb;
-    float *V = j->ws + (int64_t)tid * j->slot_stride, *M = V + j->pts * j->tb * j->cpad;
+    float *V = j->ws + (int64_t)tid * j->slot_stride, *M = V + j->tf.pts * j->tf.vs;
     wino_input(j, t0, nt, V);
     for (int64_t q = grp * j->gq; q < (grp + 1) * j->gq && q < j->nq; q++) {
         int64_t col0 = q * WINO_CC, ccw = wino_chunk_cols(j->g, col0);
@@ -1643,7 +1642,7 @@ static void wino_in_task(void *ctx, int64_t task, int tid)
     const WinoJob *j = ctx;
     (void)tid;
     int64_t t0 = task * j->part_tiles, nt = j->tiles - t0 < j->part_tiles ? j->tiles - t0 : j->part_tiles;
-    wino_input(j, t0, nt, j->ws + t0 * j->cpad);
+    wino_input(j, t0, nt, j->ws + t0 * j->tf.cpad);
 }
 
 /* Shared V, second pass: the GEMMs and output transform of Cout chunk
@@ -1651,7 +1650,7 @@ static void wino_in_task(void *ctx, int64_t task, int tid)
 static void wino_chunk_task(void *ctx, int64_t task, int tid)
 {
     const WinoJob *j = ctx;
-    float *M = j->ws + (int64_t)tid * j->slot_stride + j->pts * j->tb * j->cpad;
+    float *M = j->ws + (int64_t)tid * j->slot_stride + j->tf.pts * j->tf.vs;
     int64_t col0 = task * WINO_CC, ccw = wino_chunk_cols(j->g, col0);
     int64_t ncol0 = tcrt_pool_descending(tid) ? (task > 0 ? col0 - WINO_CC : -1)
                                               : (task + 1 < j->nq ? col0 + WINO_CC : -1);
@@ -1677,14 +1676,32 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
     int isa = tcrt_kern_isa();
     j.k = conv_kernel(isa, wino_tiles(g));
     j.ws = (float *)(((uintptr_t)out[1].data + 63) & ~(uintptr_t)63);
-    j.m = g->wm, j.a = g->wm + 2, j.pts = j.a * j.a;
+    int64_t a = g->wm + 2, tw = div_up(g->OW, g->wm);
+    j.tf = (TcrtWino){.x = g->x,
+                      .N = g->N,
+                      .H = g->H,
+                      .W = g->W,
+                      .C = g->C,
+                      .pt = g->pt,
+                      .pl = g->pl,
+                      .y = g->y,
+                      .bias = g->bias,
+                      .res = g->res,
+                      .O = g->O,
+                      .OH = g->OH,
+                      .OW = g->OW,
+                      .act = g->act,
+                      .alpha = g->alpha,
+                      .m = g->wm,
+                      .a = a,
+                      .pts = a * a,
+                      .tw = tw,
+                      .tpi = div_up(g->OH, g->wm) * tw}; /* vs, ms: below, with tb */
     j.slot = wino_slot_floats(g);
     j.slot_stride = tcrt_ws_slot_stride(&out[1], j.ws, WINO_SLOTS, j.slot);
-    j.tw = div_up(g->OW, j.m);
-    j.tpi = div_up(g->OH, j.m) * j.tw;
     j.tiles = wino_tiles(g);
-    j.cpad = round16(g->C);
-    j.pstride = j.pts * g->C * TCRT_PACK_NR;
+    j.tf.cpad = round16(g->C);
+    j.pstride = j.tf.pts * g->C * TCRT_PACK_NR;
     j.nq = div_up(g->O, WINO_CC);
     /* the slot's block, in whole tiles of the kernel; then enough tasks
      * for the threads (>= 4 each, or >= 1 each when the Cout chunks split
@@ -1706,9 +1723,7 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
         ngrp++;
     j.gq = div_up(j.nq, ngrp);
     j.part_tiles = 0;
-    j.tf = (TcrtWino){g->x,    g->N,   g->H, g->W,  g->C,          g->pt,  g->pl,         g->y,
-                      g->bias, g->res, g->O, g->OH, g->OW,         g->act, g->alpha,      j.m,
-                      j.a,     j.pts,  j.tw, j.tpi, j.tb * j.cpad, j.cpad, j.tb * WINO_CC};
+    j.tf.vs = j.tb * j.tf.cpad, j.tf.ms = j.tb * WINO_CC;
     /* 16 lanes where no channel needs the partial-vector path (fast_wino_int.h) */
     j.in16 = isa >= TCRT_ISA_AVX512 && g->C % 16 == 0;
     j.out16 = isa >= TCRT_ISA_AVX512 && g->O % 16 == 0;
