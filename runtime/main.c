@@ -775,7 +775,6 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         rc = EXIT_RUN;
         goto done;
     }
-    memset(arena, 0, abytes ? abytes : 64);
     tcrt_vars_init(m, arena);
     int64_t start = 0;
     if (restore && !restore_ckpt(m, arena, restore, &start)) {
