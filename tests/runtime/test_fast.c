@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ws_alloc.h"
+
 static uint64_t rng = 0x1234567;
 
 static float frand(void)
@@ -98,7 +100,7 @@ static void run_conv(const ConvCase *cc, bool give_workspace)
     size_t ws = tcrt_fast_conv2d_workspace(in, n_in, &outf[0], &p);
     if (cc->depthwise)
         ck_assert_uint_eq(ws, 0);
-    void *wsb = give_workspace ? malloc(ws ? ws : 1) : NULL;
+    void *wsb = give_workspace ? ws_alloc(ws) : NULL;
     outf[1].data = wsb;
     outf[1].dims[0] = give_workspace ? (int64_t)ws : 0;
     /* per thread (16 at most): a 2 MB patch block (or 128 rows) + GEMM
@@ -212,7 +214,7 @@ static void run_mm(const MMCase *mc)
     size_t ws = tcrt_fast_matmul_workspace(in, n_in, &o, &p);
     if (mc->m == 1 || mc->n == 1)
         ck_assert_uint_eq(ws, 0); /* GEMV */
-    void *wsb = malloc(ws ? ws : 1);
+    void *wsb = ws_alloc(ws);
     tcrt_tensor outs[2] = {o, {.data = wsb, .dtype = TCRT_U8, .rank = 1, .dims = {(int64_t)ws}}};
     ck_assert_int_eq(tcrt_fast_matmul(in, n_in, outs, 2, &p), TCRT_OK);
     compare(yf, yr, ny, "matmul");

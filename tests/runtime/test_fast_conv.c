@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ws_alloc.h"
+
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static float frand(void)
@@ -163,7 +165,7 @@ static void run_conv(const ConvCase *c, const char *what)
     }
     size_t ws = tcrt_fast_conv2d_workspace(in, n_in, out, &p);
     ck_assert_msg(ws > 0 || unpacked_mode, "%s: no workspace reported", what);
-    out[1].data = malloc(ws ? ws : 1);
+    out[1].data = ws_alloc(ws);
     out[1].dims[0] = (int64_t)ws;
     for (int64_t i = 0; i < ny; i++)
         got[i] = NAN;
@@ -641,7 +643,7 @@ static void run_dwb(const DwbCase *c, const char *name)
     tcrt_tensor out[2] = {{got, TCRT_F32, 4, {c->n, oh, ow, co}}, {NULL, TCRT_U8, 1, {0}}};
     size_t ws = tcrt_fast_conv2d_workspace(in, n_in, out, &q);
     ck_assert_msg(ws > 0, "%s: no workspace reported", name);
-    out[1].data = malloc(ws);
+    out[1].data = ws_alloc(ws);
     /* tolerance: relative 2e-5 (ten times the largest error seen on these
      * cases, 1.9e-6: the f32 intermediates and sums; a wrong tap, row or
      * channel is off by about one product of [-1, 1] values) */
@@ -917,7 +919,7 @@ START_TEST(conv_small_workspace)
     size_t ws = tcrt_fast_conv2d_workspace(in, 3, out, &p);
     /* sized for every thread up to TCRT_MAX_THREADS: pointers of one tile each */
     ck_assert_uint_ge(ws, (size_t)TCRT_MAX_THREADS * TCRT_KERN_MAX_MR * 9 * sizeof(float *));
-    out[1].data = malloc(ws);
+    out[1].data = ws_alloc(ws);
     out[1].dims[0] = (int64_t)ws - 1;
     ck_assert_int_eq(tcrt_fast_conv2d(in, 3, out, 2, &p), TCRT_OK);
     for (int64_t i = 0; i < ny; i++)
@@ -957,7 +959,7 @@ static void run_mm(int64_t batch, int64_t M, int64_t N, int64_t K, bool tb, bool
     ck_assert_int_eq(tcrt_ref_matmul(ain, 2, &aout, 1, &pm), TCRT_OK);
     tcrt_tensor out[2] = {{got, TCRT_F32, 3, {batch, M, N}}, {NULL, TCRT_U8, 1, {0}}};
     size_t ws = tcrt_fast_matmul_workspace(in, n_in, out, &p);
-    out[1].data = malloc(ws ? ws : 1);
+    out[1].data = ws_alloc(ws);
     out[1].dims[0] = (int64_t)ws;
     ck_assert_int_eq(tcrt_fast_matmul(in, n_in, out, 2, &p), TCRT_OK);
     for (int64_t i = 0; i < nc; i++)
@@ -1034,7 +1036,7 @@ START_TEST(conv_next_weights)
                                   {NULL, TCRT_U8, 1, {0}}};
             size_t ws = tcrt_fast_conv2d_workspace(in, 2, out, &p);
             ck_assert_uint_gt(ws, 0);
-            out[1].data = malloc(ws);
+            out[1].data = ws_alloc(ws);
             out[1].dims[0] = (int64_t)ws;
             ck_assert_int_eq(tcrt_fast_conv2d(in, 2, out, 2, &p), TCRT_OK);
             free(out[1].data);
@@ -1143,7 +1145,7 @@ static void run_pair(const PairCase *c, const char *name)
     tcrt_tensor out[2] = {{got, TCRT_F32, 4, {c->n, oh, ow, c->cout}}, {NULL, TCRT_U8, 1, {0}}};
     size_t ws = tcrt_fast_conv2d_workspace(in, 4, out, &p);
     ck_assert_msg(ws > 0, "%s: no workspace reported", name);
-    out[1].data = malloc(ws);
+    out[1].data = ws_alloc(ws);
     char what[200];
     for (int isa = TCRT_ISA_PORTABLE; isa <= TCRT_ISA_AVX512; isa++) {
         if (!tcrt_kern_isa_supported(isa))

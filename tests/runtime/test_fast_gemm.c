@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ws_alloc.h"
+
 tcrt_status tcrt_cgemm_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
 size_t tcrt_cgemm_matmul_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *out, const tcrt_params *p);
 tcrt_status tcrt_cgemm_conv2d(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p);
@@ -111,7 +113,7 @@ static void run_mm(const MMCase *mc)
     ck_assert_uint_eq(ws, tcrt_fast_matmul_workspace(in, n_in, &o, &p)); /* the planner's size */
     if ((mc->m == 1 || mc->n == 1) && ro == 2)
         ck_assert_uint_eq(ws, 0); /* GEMV (batched rows of one may fold into a GEMM) */
-    void *wsb = malloc(ws ? ws : 1);
+    void *wsb = ws_alloc(ws);
     tcrt_tensor outs[2] = {o, {.data = wsb, .dtype = TCRT_U8, .rank = 1, .dims = {(int64_t)ws}}};
     ck_assert_int_eq(tcrt_cgemm_matmul(in, n_in, outs, 2, &p), TCRT_OK);
     compare(yf, yr, ny, "matmul");
@@ -229,7 +231,7 @@ START_TEST(gemm_matmul_errors)
     tcrt_tensor ho[2] = {{.data = hy, .dtype = TCRT_F32, .rank = 2, .dims = {2, 2}}, {.dtype = TCRT_U8, .rank = 1}};
     p.i[TCRT_MM_ACT] = TCRT_ACT_RELU;
     size_t ws = tcrt_cgemm_matmul_workspace(hin, 3, &ho[0], &p);
-    void *wsb = malloc(ws ? ws : 1);
+    void *wsb = ws_alloc(ws);
     ho[1].data = wsb, ho[1].dims[0] = (int64_t)ws;
     ck_assert_int_eq(tcrt_cgemm_matmul(hin, 3, ho, 2, &p), TCRT_OK);
     ck_assert_float_eq(hy[0], 20); /* 1*5 + 2*7 + 1 */
@@ -303,7 +305,7 @@ static void run_conv(const ConvCase *cc, bool give_workspace)
     ck_assert_uint_eq(ws, tcrt_fast_conv2d_workspace(in, n_in, &outf[0], &p)); /* the planner's size */
     if (cc->depthwise)
         ck_assert_uint_eq(ws, 0);
-    void *wsb = give_workspace ? malloc(ws ? ws : 1) : NULL;
+    void *wsb = give_workspace ? ws_alloc(ws) : NULL;
     outf[1].data = wsb;
     outf[1].dims[0] = give_workspace ? (int64_t)ws : 0;
     ck_assert_int_eq(tcrt_cgemm_conv2d(in, n_in, outf, give_workspace ? 2 : 1, &p), TCRT_OK);

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ws_alloc.h"
+
 #ifndef TCRT_ISA_MAX
 #define TCRT_ISA_MAX TCRT_ISA_PORTABLE
 #endif
@@ -84,7 +86,7 @@ static void run_direct(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool h
         cf[i] = NAN; /* every element must be written */
     size_t ws = tcrt_sgemm_workspace(M, N, K);
     ck_assert_uint_gt(ws, 0);
-    void *w = malloc(ws);
+    void *w = ws_alloc(ws);
     ref_mm(M, N, K, A, ta, B, tb, has_bias ? bias : NULL, act, cr);
     ck_assert(tcrt_sgemm_avx512(M, N, K, A, ta, B, tb, cf, has_bias ? bias : NULL, act, 0.1f, w, ws, nth));
     char what[128];
@@ -183,7 +185,7 @@ static void run_fast(const BCase *c, bool ws_short, const char *tag)
     size_t ws = tcrt_fast_matmul_workspace(in, n_in, &o, &p);
     if (ws_short && ws > 0)
         ws--;
-    void *wsb = malloc(ws ? ws : 1);
+    void *wsb = ws_alloc(ws);
     tcrt_tensor outs[2] = {o, {.data = wsb, .dtype = TCRT_U8, .rank = 1, .dims = {(int64_t)ws}}};
     ck_assert_int_eq(tcrt_fast_matmul(in, n_in, outs, 2, &p), TCRT_OK);
     char what[160];
