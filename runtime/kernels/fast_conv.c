@@ -1416,13 +1416,18 @@ static void stem_run(const PConv *g)
  * shared by them (it was redone per chunk: 16-19% of a 14x14x256 F(2x2)
  * conv with 4 chunks); a chunk's weights are read once per block either
  * way.
- * Shared V: where all tiles are one block and there are several groups
- * (a 14x14 output on 2 threads: 49 tiles, 4 chunks in 2 groups), every
- * group's task transformed the whole input.  Then the block's input
- * transform runs first as its own parallel pass, in tile parts, into
- * slot 0's V, and a second pass has a task per chunk (GEMMs into the
- * thread's own M, output transform) reading that V (measured, ResNet-50
- * at 2 threads, 2-vCPU EPYC, interleaved: -0.8% min, -1.3% median).
+ * No shared V: where all tiles are one block and there are several groups
+ * (a 14x14 output on 2 threads: 49 tiles, 4 chunks in 2 groups), each
+ * group's task transforms the whole input into its own slot.  In the first
+ * two sessions of 2026-12-01 the input transform was a pass of its own
+ * there, into one V that a task per chunk then read (-0.8% min at 2
+ * threads, when measured), so every thread read the half of V the other
+ * core had written.  Measured without it on the 2-vCPU EPYC with the vCPUs
+ * far apart (ping-pong round trip 450-480 ns), ResNet-50 at 2 threads,
+ * per-kernel --profile minima of 6 alternating runs, its 14x14 F(2x2)
+ * convs: -18 to -26% in one stretch (0.64 -> 0.49 ms each), -4% and -0.6%
+ * in two others; whole-model medians of interleaved runs 23.58 -> 23.12,
+ * 22.16 -> 22.37 and (20 rounds) 21.44 -> 21.45 ms, min 21.23 -> 20.95.
  * Numerics: the transforms add and subtract (F(4x4): scale) inputs, so
  * results differ from the direct convolution by a few roundings (F(2x2):
  * relative 1e-6 on ResNet layers; F(4x4): larger, docs/performance.md),
@@ -1543,7 +1548,6 @@ typedef struct WinoJob {
     float *ws;
     int64_t slot, tb, nblk, nq, gq, tiles, pstride;
     int64_t slot_stride; /* floats from one thread's slot to the next (tcrt_ws_slot_stride) */
-    int64_t part_tiles;  /* shared V (wino_run): tiles per input-transform task, else 0 */
     TcrtWino tf;         /* the tiles' geometry and the transforms' view (fast_conv_int.h) */
     bool in16, out16;    /* the 16-lane AVX-512 transforms (wino_run) */
 } WinoJob;
@@ -1635,29 +1639,6 @@ static void wino_task(void *ctx, int64_t task, int tid)
     }
 }
 
-/* Shared V, first pass: the input transform of tiles [task * part_tiles,
- * ...) into slot 0's V (one block, j->tb tiles). */
-static void wino_in_task(void *ctx, int64_t task, int tid)
-{
-    const WinoJob *j = ctx;
-    (void)tid;
-    int64_t t0 = task * j->part_tiles, nt = j->tiles - t0 < j->part_tiles ? j->tiles - t0 : j->part_tiles;
-    wino_input(j, t0, nt, j->ws + t0 * j->tf.cpad);
-}
-
-/* Shared V, second pass: the GEMMs and output transform of Cout chunk
- * task over all tiles, V from slot 0, M in the thread's own slot. */
-static void wino_chunk_task(void *ctx, int64_t task, int tid)
-{
-    const WinoJob *j = ctx;
-    float *M = j->ws + (int64_t)tid * j->slot_stride + j->tf.pts * j->tf.vs;
-    int64_t col0 = task * WINO_CC, ccw = wino_chunk_cols(j->g, col0);
-    int64_t ncol0 = tcrt_pool_descending(tid) ? (task > 0 ? col0 - WINO_CC : -1)
-                                              : (task + 1 < j->nq ? col0 + WINO_CC : -1);
-    wino_gemm(j, j->tiles, col0, ccw, j->ws, M, ncol0);
-    wino_output(j, 0, j->tiles, col0, ccw, M);
-}
-
 /* false: the workspace is missing or too small (the caller falls back). */
 static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
 {
@@ -1722,22 +1703,10 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
     while (ngrp < j.nq && j.nblk * ngrp < want)
         ngrp++;
     j.gq = div_up(j.nq, ngrp);
-    j.part_tiles = 0;
     j.tf.vs = j.tb * j.tf.cpad, j.tf.ms = j.tb * WINO_CC;
     /* 16 lanes where no channel needs the partial-vector path (fast_wino_int.h) */
     j.in16 = isa >= TCRT_ISA_AVX512 && g->C % 16 == 0;
     j.out16 = isa >= TCRT_ISA_AVX512 && g->O % 16 == 0;
-    if (j.nblk == 1 && ngrp > 1 && nth > 1) {
-        /* one block for all the groups: each group's task would transform
-         * the whole input again, so it is transformed once, in parts, into
-         * slot 0, and every Cout chunk is a task reading it (file comment:
-         * Shared V) */
-        int64_t parts = 2 * (int64_t)nth < j.tiles ? 2 * (int64_t)nth : j.tiles;
-        j.part_tiles = div_up(j.tiles, parts);
-        tcrt_parallel_tasks_max(div_up(j.tiles, j.part_tiles), WINO_SLOTS, wino_in_task, &j);
-        tcrt_parallel_tasks_max(j.nq, WINO_SLOTS, wino_chunk_task, &j);
-        return true;
-    }
     tcrt_parallel_tasks_max(div_up(j.nq, j.gq) * j.nblk, WINO_SLOTS, wino_task, &j);
     return true;
 }

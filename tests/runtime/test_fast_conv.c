@@ -461,7 +461,7 @@ END_TEST
  * 17 (8-lane tails), 64 and 130, Cout 1, 5, 17, 64, 100 and 130 (several
  * 64-column chunks and their remainders), N = 2, bias, residual and each
  * activation; blocks of many tiles (30x30) and fewer tiles than one
- * micro-kernel tile (a 1x1 output); the shared-V passes; the 16-lane
+ * micro-kernel tile (a 1x1 output); one block in two chunk groups; the 16-lane
  * transforms of AVX-512 (Cin or Cout a multiple of 16). */
 START_TEST(conv_winograd)
 {
@@ -484,10 +484,9 @@ START_TEST(conv_winograd)
          * GEMMs on AVX-512 (48 + 16 columns per 64-column chunk) */
         {"49 tiles F4", {1, 28, 28, 24, 3, 3, 70, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
         {"49 tiles F2", {1, 14, 14, 40, 3, 3, 130, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}},
-        /* one block, two 64-column chunks: at 2 threads the input
-         * transform is a pass of its own into a V both chunks read (shared
-         * V), its tile parts crossing from image 0 into image 1 */
-        {"shared V N2", {2, 10, 9, 20, 3, 3, 128, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
+        /* one block, two 64-column chunks: at 2 threads a task per chunk,
+         * each transforming the whole input (tiles of images 0 and 1) */
+        {"two groups N2", {2, 10, 9, 20, 3, 3, 128, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
         /* the 16-lane transforms on AVX-512 (Cin, Cout multiples of 16),
          * a last chunk of 16 columns; 16 lanes in and 8 out */
         {"16 lanes", {1, 9, 10, 32, 3, 3, 80, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_LEAKY}},
