@@ -13,11 +13,21 @@
  *     -march=native gives) on each CPU in turn, pinned, the others idle;
  *   - together: the same loop on every CPU at once, started together.
  * Each figure is the best of REPS runs of ITERS iterations (0.4 ms each on
- * a 3 GHz core with two 512-bit FMA ports; the whole probe takes about 6 ms
- * on 2 CPUs), in GFLOP/s.  Output, one line:
- *   hostprobe solo G0 G1 ... together G0 G1 ...
+ * a 3 GHz core with two 512-bit FMA ports), in GFLOP/s.  Output, one line:
+ *   hostprobe solo G0 G1 ... together G0 G1 ... [roundtrip NS]
  * With independent cores `together` matches `solo`; with two vCPUs on one
- * core each gets about half.  Exit status 1 when a CPU cannot be pinned.
+ * core each gets about half.
+ * With 2 CPUs or more it also measures how far apart CPUs 0 and 1 are: a
+ * cache line passed back and forth between a thread pinned on each (one
+ * stores, the other waits for the store and answers), the best of REPS runs
+ * of RT_ITERS round trips, in ns, appended as ` roundtrip NS`.  On the
+ * benchmark machine it reads 130-180 ns for minutes at a time and 420-480
+ * ns at others (the host moves the vCPUs; guessed: onto cores that share a
+ * last-level cache, or not), and every exchange of data between the
+ * threads of a 2-thread run costs accordingly.
+ * The whole probe takes about 60 ms on 2 CPUs.  Exit status 1 when a CPU
+ * cannot be pinned for the FMA loops (the round trip is left out when its
+ * threads cannot be).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -31,7 +41,7 @@
 
 #define MAX_CPUS 64
 #define CHAINS 12
-enum { ITERS = 200000, REPS = 5 };
+enum { ITERS = 200000, REPS = 5, RT_ITERS = 20000 };
 
 typedef float vf __attribute__((vector_size(64)));
 
@@ -98,6 +108,54 @@ static void *together(void *p)
     return NULL;
 }
 
+/* Round trips: the line `ball` goes from CPU 0 (odd values) to CPU 1 (even
+ * values) and back. */
+static _Alignas(64) atomic_uint ball;
+static _Alignas(64) atomic_int rt_ok;
+
+static void *rt_answer(void *p)
+{
+    (void)p;
+    if (!pin(1)) {
+        atomic_store(&rt_ok, -1);
+        return NULL;
+    }
+    atomic_store(&rt_ok, 1);
+    for (unsigned i = 0; i < (unsigned)(REPS * RT_ITERS); i++) {
+        while (atomic_load_explicit(&ball, memory_order_acquire) != 2 * i + 1)
+            ;
+        atomic_store_explicit(&ball, 2 * i + 2, memory_order_release);
+    }
+    return NULL;
+}
+
+/* Best ns per round trip between CPUs 0 and 1; negative when they cannot
+ * be pinned. */
+static double round_trip(void)
+{
+    pthread_t th;
+    if (!pin(0) || pthread_create(&th, NULL, rt_answer, NULL) != 0)
+        return -1;
+    while (atomic_load(&rt_ok) == 0)
+        ;
+    double best = 1e30;
+    if (atomic_load(&rt_ok) > 0) {
+        unsigned i = 0;
+        for (int r = 0; r < REPS; r++) {
+            double t0 = now_s();
+            for (int k = 0; k < RT_ITERS; k++, i++) {
+                atomic_store_explicit(&ball, 2 * i + 1, memory_order_release);
+                while (atomic_load_explicit(&ball, memory_order_acquire) != 2 * i + 2)
+                    ;
+            }
+            double t = now_s() - t0;
+            best = t < best ? t : best;
+        }
+    }
+    pthread_join(th, NULL);
+    return atomic_load(&rt_ok) > 0 ? best / RT_ITERS * 1e9 : -1;
+}
+
 int main(void)
 {
     int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -135,6 +193,11 @@ int main(void)
     printf(" together");
     for (int c = 0; c < n; c++)
         printf(" %.1f", args[c].rate);
+    double rt = n >= 2 ? round_trip() : -1;
+    if (rt >= 0)
+        printf(" roundtrip %.0f", rt);
+    else if (n >= 2)
+        fprintf(stderr, "hostprobe: cannot pin the round-trip threads (no round trip)\n");
     printf("\n");
     return 0;
 }
