@@ -188,19 +188,20 @@ function codeSize(exe) {
 }
 
 // Peak RSS of the executable doing nothing (`--help`: code and libc pages, stack; weights untouched), the
-// largest of BASELINE_RUNS runs: the kernel maps a file's pages around each fault only where they are in the
-// page cache, so the first run after a while can map fewer (measured: 924 KiB, then 988 in every later run);
-// the peak it is set against is the largest of many timed runs, in that steady state too.
-const BASELINE_RUNS = 3;
+// largest of `runs` runs, as many as the timed runs whose largest peak it is set against: it varies from run
+// to run with the address-space randomization (measured, facemesh-detection-short, 12 runs: 408-572 KiB, 448
+// in 6; with `setarch -R` 536 in each of 10), so the largest of 3 runs (until 2026-12-01) read 448 in one run of
+// `make bench` and 536 in another. (The kernel also maps a file's pages in windows around each fault, only where
+// they are in the page cache: a first run after a while mapped 924 KiB, every later one 988.)
 // Bytes from the file `/usr/bin/time -f %M -o FILE` wrote (its last line, KiB); NaN when there is none.
 function timeRss(file) {
   try { return 1024 * Number(fs.readFileSync(file, 'utf8').trim().split('\n').pop()); } catch (e) { return NaN; }
 }
-function baselineRss(exe) {
+function baselineRss(exe, runs) {
   if (!hasTime) return NaN;
   const f = `${exe}.help.rss`;
   let best = NaN;
-  for (let i = 0; i < BASELINE_RUNS; i++) {
+  for (let i = 0; i < runs; i++) {
     const r = spawnSync('/usr/bin/time', ['-f', '%M', '-o', f, exe, '--help'], { encoding: 'utf8', timeout: 60000 });
     const v = r.status === 0 ? timeRss(f) : NaN;
     if (Number.isFinite(v) && !(v <= best)) best = v; // best is NaN until a run succeeds
@@ -535,7 +536,7 @@ async function main() {
   for (const st of started) {
     const res = await finishModel(st);
     const m = st.m;
-    res.c = st.c; res.size = codeSize(m.exe); res.baseRss = baselineRss(m.exe);
+    res.c = st.c; res.size = codeSize(m.exe); res.baseRss = baselineRss(m.exe, a.rounds * a.threadList.length);
     for (const k of Object.keys(res.peers)) { const v = res.peers[k].info.version; if (v) versions[k] = v; }
     runRes.push(res);
     const parts = [];
@@ -714,7 +715,7 @@ function report(a, mach, versions, loads, runRes, sg, res) {
   L.push('Every benchmarked executable is compiled with `--static` (libc and libm linked in, no shared library at run time).',
     '*tfcc* = load + import + passes + codegen, *cc* = C compiler + linker (both from `--stats`); *code* = `size` text + data minus the',
     '`.incbin`\'d weights symbol (runtime library and the static libc parts included); *peak RSS* = `/usr/bin/time %M` of the executable over all its timed runs (maximum);',
-    `*limit* = weights + planned arena (\`--stats\`); *baseline* = peak RSS of \`EXE --help\` (code and libc pages, stack; weights untouched), the largest of ${BASELINE_RUNS} runs;`,
+    `*limit* = weights + planned arena (\`--stats\`); *baseline* = peak RSS of \`EXE --help\` (code and libc pages, stack; weights untouched), the largest of ${a.rounds * a.threadList.length} runs (as many as the timed runs);`,
     '*net* = (peak RSS - baseline) / limit. Peers\' peak RSS (VmHWM of the long-lived process, interpreter and libraries included) for context.', '');
   L.push(`| model | tfcc ms | cc ms | code | weights | arena | ${ts.map((t) => `peak RSS ${t}T`).join(' | ')} | baseline | RSS / limit | net | peers' peak RSS |`);
   L.push(`|---|---:|---:|---:|---:|---:|${ts.map(() => '---:').join('|')}|---:|---:|---:|---|`);
