@@ -52,6 +52,12 @@
  * Nesting: a call from inside a task (or while another thread's job holds the
  * pool) runs its tasks in order on the calling thread, with the calling
  * task's tid (0 outside a task).
+ * Start: tcrt_pool_start returns once every worker it created has begun
+ * its loop, so a fork() after it never copies a worker in the middle of its
+ * thread start-up.  (Under AddressSanitizer a starting thread holds the
+ * sanitizer's allocator lock for a moment: a child forked then found it
+ * locked for good, and its own new workers waited on it forever; test_pool's
+ * fork case hung in about 1 run of 10 under ASan.)
  * Exit: the first start registers an atexit handler that stops and joins the
  * workers, so a process that exits with a live pool has no threads (and no
  * thread stacks or TLS blocks) left for valgrind or LeakSanitizer to report;
@@ -101,6 +107,7 @@ typedef struct Pool {
     _Atomic uint32_t fp_mode;    /* the poster's floating-point control (fp_mode_get) */
     _Atomic int busy;            /* a job is posted (one poster at a time) */
     _Atomic int quit;            /* workers exit at the next gen change */
+    _Atomic int started;         /* workers of the last tcrt_pool_start that have begun */
     int n_workers;               /* running workers (threads - 1) */
     uint32_t start_gen;          /* gen when the workers were created */
     pthread_t th[TCRT_MAX_THREADS];
@@ -336,6 +343,7 @@ static void *worker_main(void *arg)
     uint32_t seen = pool.start_gen, fp = fp_mode_get();
     Waiter w = {false, 0};
     cur_tid = tid;
+    atomic_fetch_add(&pool.started, 1);
     for (;;) {
         wait_for_change(&pool.gen, seen, &w, &pool.sleepers);
         seen = atomic_load(&pool.gen);
@@ -407,11 +415,15 @@ int tcrt_pool_start(int n_threads)
     if (want > 0 && !hooks)
         hooks = atexit(stop_at_exit) == 0 && pthread_atfork(NULL, NULL, reset_in_child) == 0;
     pool.start_gen = atomic_load(&pool.gen);
+    atomic_store(&pool.started, 0);
     for (int i = 0; i < want; i++) {
         if (pthread_create(&pool.th[i], NULL, worker_main, (void *)(intptr_t)(i + 1)) != 0)
             break;
         pool.n_workers++;
     }
+    /* every worker past its start-up (file comment: Start) */
+    while (atomic_load(&pool.started) < pool.n_workers)
+        sched_yield();
     atomic_store(&pool.busy, 0);
     return pool.n_workers + 1;
 }
