@@ -383,14 +383,16 @@ function bestSolo(runRes) {
   for (const r of runRes) for (const t of Object.keys(r.probes || {})) for (const p of r.probes[t]) if (p) b = Math.max(b, ...p.solo);
   return b;
 }
+// the host probe of round rd at t threads, or null
+const probeAt = (r, t, rd) => (r.probes && r.probes[t] && r.probes[t][rd]) || null;
 function hostShare(r, t, rd, best) {
-  const p = r.probes && r.probes[t] && r.probes[t][rd];
+  const p = probeAt(r, t, rd);
   if (!p || !(best > 0)) return NaN;
   return t >= 2 ? p.together.reduce((x, y) => x + y, 0) / (p.together.length * best) : Math.min(...p.solo) / best;
 }
 const hostShares = (r, t, rounds, best) => [...Array(rounds).keys()].map((rd) => hostShare(r, t, rd, best));
 // the probe's round trip between CPUs 0 and 1 (ns) before each round's measurements at t threads
-const roundTrips = (r, t, rounds) => [...Array(rounds).keys()].map((rd) => { const p = r.probes && r.probes[t] && r.probes[t][rd]; return p ? p.rt : NaN; });
+const roundTrips = (r, t, rounds) => [...Array(rounds).keys()].map((rd) => { const p = probeAt(r, t, rd); return p ? p.rt : NaN; });
 // per round: engine num's median / engine den's at t threads (NaN where either is missing)
 function roundRatios(r, num, den, t, rounds) {
   const a = r.rows[`${num}@${t}`], b = r.rows[`${den}@${t}`];
