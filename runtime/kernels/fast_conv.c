@@ -89,6 +89,18 @@
 #endif
 
 enum { MIN_TASK_MACS = 1 << 16, TASKS_PER_THREAD = 8 };
+/* What a task costs beyond its multiply-adds, in multiply-adds (about 1.3
+ * us of one core): claiming it moves the pool's claim word between the
+ * cores (a round trip of 130-480 ns on the 2-vCPU EPYC), and its first
+ * tile's output rows and weights are not prefetched by a tile before it.
+ * chunk_tiles counted tasks as free, so it cut ResNet's 7x7 stem (2091
+ * tiles of 56K multiply-adds, one Cout block) into 1046 tasks of 2 tiles
+ * at 2 threads to save the last round's 2 tiles, where 8 per thread do.
+ * Measured, ResNet-50 at 2 threads, per-kernel --profile minima of 10
+ * alternating runs: the stem 0.89 -> 0.78 ms, layer1's 1x1 convs (one
+ * 64-column block, 523 tiles) 8-10% faster, the model's kernels 20.24 ->
+ * 19.95 ms. */
+enum { TASK_COST_MACS = 1 << 17 };
 /* Per-thread tile pointer arrays start this many bytes apart (a multiple)
  * when the workspace has room (two cache lines: the adjacent-line
  * prefetcher pairs them). */
@@ -283,10 +295,11 @@ static int team(void)
 /* Tiles per chunk for tiles x cblocks tile-blocks of macs_per_tile
  * multiply-adds each on nth threads: about TASKS_PER_THREAD tasks per
  * thread, none under MIN_TASK_MACS, then fewer tiles per chunk where that
- * shortens the last round (tasks are handed out dynamically, so the run
- * takes about ceil(tasks / nth) tasks' time: 33 tiles of a 14x14 conv in
- * 11 chunks of 3 left one thread idle for a sixth of the conv; measured,
- * ResNet-50 at 2 threads, 1x1 256 -> 1024 at 14x14 scaled 1.75x). */
+ * shortens the run (tasks are handed out dynamically, so the run takes
+ * about ceil(tasks / nth) tasks' time: 33 tiles of a 14x14 conv in 11
+ * chunks of 3 left one thread idle for a sixth of the conv; measured,
+ * ResNet-50 at 2 threads, 1x1 256 -> 1024 at 14x14 scaled 1.75x).  A
+ * task's time counts its own cost, TASK_COST_MACS, besides its tiles. */
 static int64_t chunk_tiles(int64_t tiles, int64_t cblocks, int64_t macs_per_tile, int nth)
 {
     int64_t want = div_up((int64_t)TASKS_PER_THREAD * nth, cblocks);
@@ -294,9 +307,10 @@ static int64_t chunk_tiles(int64_t tiles, int64_t cblocks, int64_t macs_per_tile
     int64_t n = want < by_size ? want : by_size;
     n = n > tiles ? tiles : (n < 1 ? 1 : n);
     int64_t best = div_up(tiles, n);
-    int64_t span = div_up(div_up(tiles, best) * cblocks, nth) * best; /* rounds x tiles per task */
+    /* rounds x (a task's tiles + its own cost) */
+    int64_t span = div_up(div_up(tiles, best) * cblocks, nth) * (best * macs_per_tile + TASK_COST_MACS);
     for (int64_t tpc = best - 1; tpc >= 1 && macs_per_tile * tpc >= MIN_TASK_MACS; tpc--) {
-        int64_t s2 = div_up(div_up(tiles, tpc) * cblocks, nth) * tpc;
+        int64_t s2 = div_up(div_up(tiles, tpc) * cblocks, nth) * (tpc * macs_per_tile + TASK_COST_MACS);
         if (s2 < span)
             span = s2, best = tpc;
     }
