@@ -394,13 +394,10 @@ const hostShares = (r, t, rounds, best) => [...Array(rounds).keys()].map((rd) =>
 // the probe's round trip between CPUs 0 and 1 (ns) before each round's measurements at t threads
 const roundTrips = (r, t, rounds) => [...Array(rounds).keys()].map((rd) => { const p = probeAt(r, t, rd); return p ? p.rt : NaN; });
 // per round: engine num's median / engine den's at t threads (NaN where either is missing)
-function roundRatios(r, num, den, t, rounds) {
-  const a = r.rows[`${num}@${t}`], b = r.rows[`${den}@${t}`];
-  return [...Array(rounds).keys()].map((rd) => {
-    const i = a && !a.err ? a.round.indexOf(rd) : -1, j = b && !b.err ? b.round.indexOf(rd) : -1;
-    return i >= 0 && j >= 0 ? a.ms[i] / b.ms[j] : NaN;
-  });
-}
+const roundRatios = (r, num, den, t, rounds) => [...Array(rounds).keys()].map((rd) => {
+  const one = new Set([rd]);
+  return rowMsIn(r, num, t, one) / rowMsIn(r, den, t, one);
+});
 // median of engine key's per-round medians at t threads over the rounds in keep (a Set; null: all)
 function rowMsIn(res, key, t, keep) {
   const row = res.rows[`${key}@${t}`];

@@ -300,6 +300,13 @@ static int team(void)
  * chunks of 3 left one thread idle for a sixth of the conv; measured,
  * ResNet-50 at 2 threads, 1x1 256 -> 1024 at 14x14 scaled 1.75x).  A
  * task's time counts its own cost, TASK_COST_MACS, besides its tiles. */
+/* The run's time in multiply-adds with tpc tiles per task: rounds x (a
+ * task's tiles + its own cost). */
+static int64_t chunk_span(int64_t tiles, int64_t cblocks, int64_t macs_per_tile, int nth, int64_t tpc)
+{
+    return div_up(div_up(tiles, tpc) * cblocks, nth) * (tpc * macs_per_tile + TASK_COST_MACS);
+}
+
 static int64_t chunk_tiles(int64_t tiles, int64_t cblocks, int64_t macs_per_tile, int nth)
 {
     int64_t want = div_up((int64_t)TASKS_PER_THREAD * nth, cblocks);
@@ -307,10 +314,9 @@ static int64_t chunk_tiles(int64_t tiles, int64_t cblocks, int64_t macs_per_tile
     int64_t n = want < by_size ? want : by_size;
     n = n > tiles ? tiles : (n < 1 ? 1 : n);
     int64_t best = div_up(tiles, n);
-    /* rounds x (a task's tiles + its own cost) */
-    int64_t span = div_up(div_up(tiles, best) * cblocks, nth) * (best * macs_per_tile + TASK_COST_MACS);
+    int64_t span = chunk_span(tiles, cblocks, macs_per_tile, nth, best);
     for (int64_t tpc = best - 1; tpc >= 1 && macs_per_tile * tpc >= MIN_TASK_MACS; tpc--) {
-        int64_t s2 = div_up(div_up(tiles, tpc) * cblocks, nth) * (tpc * macs_per_tile + TASK_COST_MACS);
+        int64_t s2 = chunk_span(tiles, cblocks, macs_per_tile, nth, tpc);
         if (s2 < span)
             span = s2, best = tpc;
     }
