@@ -10,7 +10,7 @@
 //     cached in WORK/onnx), run by tfcc, ONNX Runtime (benchmarks/peer_ort.js) and PyTorch
 //     (benchmarks/peer_torch.py, the same weights); and the CNN-like TF.js graphs of ../shared/models run
 //     by tfcc and TF.js wasm (benchmarks/peer_tfjs.js). Every peer is a long-lived process that loads the
-//     model once; the tfcc executable is started per measurement with `--repeat M --threads T` (it loads
+//     model once; the tfcc executable is started per measurement with `--repeat M --threads T --huge-pages` (it loads
 //     the feeds, runs once untimed, then M timed runs, and prints their median). A round measures every
 //     engine at every thread count, one after the other (tfcc, ORT, torch for T=1, then the same for T=2);
 //     K rounds, swept over the models (round 1 of every model, then round 2, ...: each model's rounds spread over
@@ -333,7 +333,7 @@ async function once(st, key, pe, t) {
   await settle();
   const dir = outDirOf(st, key, pe && pe.threads === 1 ? 1 : t); fs.mkdirSync(dir, { recursive: true });
   if (key === 'tfcc') {
-    const x = await measured(async () => runExe(m.exe, m.feeds, dir, ['--repeat', String(a.repeat), '--threads', String(t)]));
+    const x = await measured(async () => runExe(m.exe, m.feeds, dir, ['--repeat', String(a.repeat), '--threads', String(t), '--huge-pages']));
     if (!x.r.ok || Number.isNaN(x.r.median)) return { err: x.r.ok ? 'printed no median_ms=' : x.r.err };
     res.rss[t] = Math.max(res.rss[t] || 0, x.r.rss);
     return { ms: x.r.median, others: x.others };
@@ -647,7 +647,9 @@ function report(a, mach, versions, loads, runRes, sg, res) {
     '  same seed (*torch vs ref* below: its output against the export\'s). TF graphs: the corpus\' TF.js graph models with their reference inputs.',
     '- Each peer is a long-lived process that loads the model once (benchmarks/peer_ort.js, peer_torch.py, peer_tfjs.js); per request it runs',
     `  ${a.warmup} untimed warm-up run(s) then ${a.repeat} timed runs and reports their median. The tfcc executable is started per measurement with`,
-    `  \`--repeat ${a.repeat} --threads T\` (loads the feeds, one untimed run, ${a.repeat} timed runs, prints the median; run time only, no I/O).`,
+    `  \`--repeat ${a.repeat} --threads T --huge-pages\` (loads the feeds, one untimed run, ${a.repeat} timed runs, prints the median; run time only, no I/O;`,
+    '  `--huge-pages` copies the weights onto transparent huge pages before the first run: ResNet-50\'s 112 MB add about 20 ms to its start-up,',
+    '  outside the timed runs, as the peers\' model loading is; docs/performance.md, "Huge pages").',
     '- ONNX Runtime: `intraOpNumThreads` T, `interOpNumThreads` 1, graph optimization level `all`, sequential execution, CPU provider, default',
     `  spinning. PyTorch: \`torch.set_num_threads(T)\`, \`set_num_interop_threads(1)\`, eval mode, \`torch.inference_mode()\`; mode \`${a['torch-mode']}\``,
     '  (jit = `torch.jit.trace` + `freeze` + `optimize_for_inference`, oneDNN; eager where tracing fails; *torch mode* column). TF.js wasm is',

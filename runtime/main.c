@@ -6,7 +6,8 @@
  *   1. parse flags (--feed NAME=FILE.npy repeatable, --out-dir DIR,
  *      --repeat N, --threads N, --steps N, --log-every K, --save PREFIX,
  *      --save-every K, --restore PREFIX, --profile, --flush-denormals,
- *      --help; "--flag=value" also accepted) and check their combinations;
+ *      --huge-pages, --help; "--flag=value" also accepted) and check
+ *      their combinations;
  *   2. match every feed name to an arg ("x" and "x:0" are the same name),
  *      reject unknown or repeated names and report missing feeds, and check
  *      that no two results map to the same output file, all before any file
@@ -22,7 +23,8 @@
  *      FEED_REREAD_BYTES that is not batches is freed after its checks;
  *   4. allocate the 64-byte-aligned arena, load the variables' initial
  *      values (tcrt_vars_init), then with --restore the variables and the
- *      global step from the checkpoint;
+ *      global step from the checkpoint; with --huge-pages, move the
+ *      weights onto transparent huge pages (tcrt_huge_pages);
  *   5. run: without --steps once (with --repeat: one warm-up run and N timed
  *      runs, median printed as median_ms=X); with --steps N the global steps
  *      S..N-1 after the restored step S, step i copying batch i mod k of each
@@ -166,7 +168,7 @@ static void usage(const char *prog, const tcrt_model *m, FILE *o)
         o,
         "usage: %s [--feed NAME=FILE.npy]... [--out-dir DIR] [--repeat N] [--threads N]\n"
         "       [--steps N [--log-every K]] [--save PREFIX [--save-every K]] [--restore PREFIX] [--profile]\n"
-        "       [--flush-denormals] [--help]\n"
+        "       [--flush-denormals] [--huge-pages] [--help]\n"
         "  --feed NAME=FILE.npy  one per arg (NAME 'x' and 'x:0' are the same); with --steps the\n"
         "                        file may hold k batches: first dim k times the arg's, step i uses i mod k\n"
         "  --out-dir DIR         where results are written as NAME.npy (default .)\n"
@@ -176,6 +178,9 @@ static void usage(const char *prog, const tcrt_model *m, FILE *o)
         "                        and print their medians, largest first, and a total per TF op\n"
         "  --flush-denormals     flush subnormal floats to zero (FTZ/DAZ; as TensorFlow's CPU runtime):\n"
         "                        faster where kernels meet subnormals; default IEEE subnormals\n"
+        "  --huge-pages          move the weights onto transparent huge pages before the first run, where\n"
+        "                        the system has them: each run streams them faster; loading takes longer\n"
+        "                        (a copy of the weights; ResNet-50: +20 ms) (docs/performance.md)\n"
         "  --steps N             train until the global step is N (N runs, fewer after --restore)\n"
         "  --log-every K         print step=S and every scalar float result each K steps\n"
         "                        (default: every step when N <= 20, else every N/10 steps)\n"
@@ -559,7 +564,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
     int rc = EXIT_OK;
     const char *out_dir = ".", *save = NULL, *restore = NULL;
     long repeat = 0, threads = 0, steps = 0, log_every = 0, save_every = 0;
-    bool profile = false, flush = false, flushing = false;
+    bool profile = false, flush = false, flushing = false, huge = false;
     uint64_t *prof = NULL;
     double *prof_run = NULL; /* --profile: each profiled run's time (ms) */
     if (!feed_file || !feeds || !n_batches || !entries || !written) {
@@ -587,13 +592,16 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
             rc = EXIT_OK;
             goto done;
         }
-        if (strcmp(flag, "--profile") == 0 || strcmp(flag, "--flush-denormals") == 0) {
+        if (strcmp(flag, "--profile") == 0 || strcmp(flag, "--flush-denormals") == 0 ||
+            strcmp(flag, "--huge-pages") == 0) {
             if (a[flen] == '=') {
                 errorf("%s takes no value, got '%s'", flag, a);
                 rc = EXIT_USAGE;
                 goto done;
             }
-            *(strcmp(flag, "--profile") == 0 ? &profile : &flush) = true;
+            *(strcmp(flag, "--profile") == 0           ? &profile
+              : strcmp(flag, "--flush-denormals") == 0 ? &flush
+                                                       : &huge) = true;
             continue;
         }
         static const char *const known[] = {"--feed",    "--out-dir",    "--repeat",
@@ -776,6 +784,8 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         goto done;
     }
     tcrt_vars_init(m, arena);
+    if (huge) /* before the runs stream the weights (tcrt.h) */
+        (void)tcrt_huge_pages(m->weights, m->weights_bytes);
     int64_t start = 0;
     if (restore && !restore_ckpt(m, arena, restore, &start)) {
         rc = EXIT_RUN;

@@ -156,6 +156,22 @@ int tcrt_get_threads(void);
  * executables' --flush-denormals calls it; IEEE subnormals are the default. */
 int tcrt_flush_denormals(int on);
 
+/* ---- huge pages ----
+ * tcrt_huge_pages(p, bytes) moves the whole 2 MB-aligned 2 MB pieces inside
+ * [p, p + bytes) of a read-only mapping (a model's linked weights,
+ * tcrt_model.weights) onto transparent huge pages in place: same bytes at
+ * the same addresses, read-only, at most 2 MB more resident at any moment
+ * while it runs.  A model streams its weights every run; in 4 KB pages each
+ * costs a TLB miss (runtime/hugepage.c, docs/performance.md).  Returns the
+ * bytes moved: 0 off Linux, where transparent huge pages are "never", or
+ * when the range holds no whole aligned piece.  The moved pieces are
+ * private anonymous memory, no longer shared with other processes running
+ * the same file.  It copies the pieces (ResNet-50's 112 MB: about 20 ms),
+ * which pays off for a process that runs the model many times; the
+ * executables call it on their weights before the first run when given
+ * --huge-pages. */
+size_t tcrt_huge_pages(const void *p, size_t bytes);
+
 /* ---- signatures and feeds (tcrt.c) ----
  * Every function here takes err/errlen (err may be NULL) for a one-line
  * reason and never exits, aborts or reads outside the buffers it is given.

