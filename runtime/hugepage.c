@@ -68,14 +68,13 @@ static void *aligned_piece(void)
 
 size_t tcrt_huge_pages(const void *p, size_t bytes)
 {
-    if (!p || bytes < HUGE_BYTES || !thp_on())
+    if (!p || bytes < HUGE_BYTES || (uintptr_t)p + bytes < (uintptr_t)p /* wraps */ || !thp_on())
         return 0;
+    /* both ends aligned: every c < e starts a whole piece */
     uintptr_t b = ((uintptr_t)p + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1);
     uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)(HUGE_BYTES - 1);
-    if ((uintptr_t)p + bytes < (uintptr_t)p) /* wraps */
-        return 0;
     size_t moved = 0;
-    for (uintptr_t c = b; c < e && e - c >= HUGE_BYTES; c += HUGE_BYTES) {
+    for (uintptr_t c = b; c < e; c += HUGE_BYTES) {
         void *n = aligned_piece();
         if (!n)
             break;
