@@ -583,14 +583,21 @@ static void conv_patch_pointers(const ConvJob *j, Pix q, int64_t mr_eff, int64_t
             } else if (iw0 >= 0 && iw0 + g->KW - 1 < g->W) {
                 *dst = img + (ih * g->W + iw0) * g->C;
             } else {
+                /* the columns inside are one run: [lo, hi) of the row's
+                 * KW*C values (was a memcpy or memset call per tap of 3
+                 * floats: 1.7% of ResNet's stem alone in perf; the stem's
+                 * time changed within noise) */
                 float *row = patch + (r * g->KH + kh) * slot;
-                for (int64_t kw = 0; kw < g->KW; kw++) {
-                    int64_t iw = iw0 + kw;
-                    if (iw >= 0 && iw < g->W)
-                        memcpy(row + kw * g->C, img + (ih * g->W + iw) * g->C, (size_t)g->C * sizeof(float));
-                    else
-                        memset(row + kw * g->C, 0, (size_t)g->C * sizeof(float));
-                }
+                const float *src = img + (ih * g->W + iw0) * g->C;
+                int64_t lo = (iw0 < 0 ? -iw0 : 0) * g->C, n_all = g->KW * g->C,
+                        hi = (iw0 + g->KW > g->W ? g->W - iw0 : g->KW) * g->C;
+                int64_t i = 0;
+                for (; i < lo; i++)
+                    row[i] = 0.0f;
+                for (; i < hi; i++)
+                    row[i] = src[i];
+                for (; i < n_all; i++)
+                    row[i] = 0.0f;
                 *dst = row;
             }
         }
@@ -628,6 +635,20 @@ static void pair_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int6
  * loads (a conv with Cin 3 had 3 values per tap). */
 static void pair_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int64_t tp0, int64_t tp1,
                           const float **ind);
+
+/* One tap's (or merged kernel row's) mr row pointers: p + roff[r]. */
+static inline void tap_rows(const float **dst, const float *p, const int64_t *roff, int64_t mr)
+{
+    if (mr == 6) /* constant trip counts: unrolled */
+        for (int r = 0; r < 6; r++)
+            dst[r] = p + roff[r];
+    else if (mr == 7)
+        for (int r = 0; r < 7; r++)
+            dst[r] = p + roff[r];
+    else
+        for (int64_t r = 0; r < mr; r++)
+            dst[r] = p + roff[r];
+}
 
 static bool conv_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int64_t tp0, int64_t tp1,
                           float *patch, const float **ind)
@@ -668,9 +689,7 @@ static bool conv_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int6
             const float **dst = ind;
             if (g->dw == 1 && g->KW > 1 && tp0 % g->KW == 0 && tp1 % g->KW == 0) { /* rows merged */
                 for (int64_t kh = kh0; kh < kh1; kh++, dst += mr) {
-                    const float *p = base + kh * hstep;
-                    for (int64_t r = 0; r < mr; r++)
-                        dst[r] = p + roff[r];
+                    tap_rows(dst, base + kh * hstep, roff, mr);
                 }
                 return true;
             }
@@ -678,17 +697,8 @@ static bool conv_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int6
                 int64_t kw0 = kh == kh0 ? tp0 - kh * g->KW : 0,
                         kw1 = kh == kh1 - 1 ? tp1 - kh * g->KW : g->KW;
                 const float *p = base + kh * hstep + kw0 * wstep;
-                for (int64_t kw = kw0; kw < kw1; kw++, p += wstep, dst += mr) {
-                    if (mr == 6) /* constant trip counts: unrolled */
-                        for (int r = 0; r < 6; r++)
-                            dst[r] = p + roff[r];
-                    else if (mr == 7)
-                        for (int r = 0; r < 7; r++)
-                            dst[r] = p + roff[r];
-                    else
-                        for (int64_t r = 0; r < mr; r++)
-                            dst[r] = p + roff[r];
-                }
+                for (int64_t kw = kw0; kw < kw1; kw++, p += wstep, dst += mr)
+                    tap_rows(dst, p, roff, mr);
             }
             return false;
         }
@@ -1616,7 +1626,14 @@ static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, c
     e.act = TCRT_ACT_NONE;
     e.partial = true; /* raw sums */
     const float *ind[TCRT_KERN_MAX_MR];
-    int64_t part = g->C * TCRT_PACK_NR * (int64_t)sizeof(float), calls = div_up(nt, mr) * div_up(ccw, nr);
+    /* calls of 32 columns where the 7 x 48 kernel would leave a last call
+     * of 16: a 64-column chunk ran as 7 x 48 and 7 x 16, whose 7 FMA
+     * chains per k step are fewer than the 8 that two FMA ports of 4-cycle
+     * latency need (and 8 loads per 7 FMAs); measured, ResNet-50, per-kernel
+     * --profile minima of 6 alternating runs, its eight 28x28 and 14x14
+     * Winograd convs: 1 thread 5.00 -> 4.74 ms, 2 threads -5 to -9% each */
+    int64_t step = nr == TCRT_AVX512_R7_NR && ccw % nr == TCRT_PACK_NR ? EVEN_BLOCK_NR : nr;
+    int64_t part = g->C * TCRT_PACK_NR * (int64_t)sizeof(float), calls = div_up(nt, mr) * div_up(ccw, step);
     const float *uc = g->w + (col0 / TCRT_PACK_NR) * j->pstride; /* the chunk's U */
     for (int64_t f = 0; f < j->tf.pts; f++) {
         const float *vf = V + f * j->tf.vs;
@@ -1633,10 +1650,10 @@ static void wino_gemm(const WinoJob *j, int64_t nt, int64_t col0, int64_t ccw, c
             int64_t m = nt - r0 < mr ? nt - r0 : mr;
             for (int64_t r = 0; r < mr; r++)
                 ind[r] = vf + (r0 + (r < m ? r : m - 1)) * j->tf.cpad;
-            for (int64_t cb = 0; cb < ccw; cb += nr) {
+            for (int64_t cb = 0; cb < ccw; cb += step) {
                 e.pf = pf_next(&pfs, &e.pf_bytes);
-                j->k.fn(m, ccw - cb < nr ? ccw - cb : nr, 1, g->C, ind, wf + cb / TCRT_PACK_NR * j->pstride,
-                        j->pstride, mf + r0 * WINO_CC + cb, WINO_CC, &e);
+                j->k.fn(m, ccw - cb < step ? ccw - cb : step, 1, g->C, ind,
+                        wf + cb / TCRT_PACK_NR * j->pstride, j->pstride, mf + r0 * WINO_CC + cb, WINO_CC, &e);
             }
         }
     }

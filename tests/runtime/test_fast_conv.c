@@ -481,7 +481,8 @@ START_TEST(conv_winograd)
         {"many tiles", {1, 30, 30, 64, 3, 3, 64, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
         {"deep", {1, 7, 7, 520, 3, 3, 130, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_NONE}},
         /* 49 tiles (F(4x4) at 28x28, F(2x2) at 14x14): the 7-row kernel's
-         * GEMMs on AVX-512 (48 + 16 columns per 64-column chunk) */
+         * GEMMs on AVX-512 (two 32-column calls per 64-column chunk, a
+         * last chunk of 6 or 2 columns) */
         {"49 tiles F4", {1, 28, 28, 24, 3, 3, 70, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
         {"49 tiles F2", {1, 14, 14, 40, 3, 3, 130, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}},
         /* one block, two 64-column chunks: at 2 threads a task per chunk,
