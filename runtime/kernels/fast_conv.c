@@ -583,19 +583,22 @@ static void conv_patch_pointers(const ConvJob *j, Pix q, int64_t mr_eff, int64_t
             } else if (iw0 >= 0 && iw0 + g->KW - 1 < g->W) {
                 *dst = img + (ih * g->W + iw0) * g->C;
             } else {
-                /* the columns inside are one run: [lo, hi) of the row's
-                 * KW*C values (was a memcpy or memset call per tap of 3
-                 * floats: 1.7% of ResNet's stem alone in perf; the stem's
-                 * time changed within noise) */
+                /* the columns inside are one run: values [lo, hi) of the
+                 * row's KW*C, clamped to it (a window may lie wholly in
+                 * pads wider than the kernel); was a memcpy or memset call
+                 * per tap of 3 floats: 1.7% of ResNet's stem alone in
+                 * perf, the stem's time changed within noise */
                 float *row = patch + (r * g->KH + kh) * slot;
-                const float *src = img + (ih * g->W + iw0) * g->C;
-                int64_t lo = (iw0 < 0 ? -iw0 : 0) * g->C, n_all = g->KW * g->C,
+                const float *src = img + ih * g->W * g->C; /* input row ih; value i at (iw0 * C + i) */
+                int64_t n_all = g->KW * g->C, lo = (iw0 < 0 ? -iw0 : 0) * g->C,
                         hi = (iw0 + g->KW > g->W ? g->W - iw0 : g->KW) * g->C;
+                lo = lo < n_all ? lo : n_all;
+                hi = hi > lo ? hi : lo;
                 int64_t i = 0;
                 for (; i < lo; i++)
                     row[i] = 0.0f;
                 for (; i < hi; i++)
-                    row[i] = src[i];
+                    row[i] = src[iw0 * g->C + i];
                 for (; i < n_all; i++)
                     row[i] = 0.0f;
                 *dst = row;

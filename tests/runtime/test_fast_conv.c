@@ -234,6 +234,9 @@ START_TEST(conv_cases)
         {"cout 80 (48 left)", {1, 4, 5, 5, 2, 2, 80, 1, 1, 1, 1, 0, 0, 1, 1, true, false, TCRT_ACT_RELU6}},
         {"cout 96 (32 left)", {1, 3, 13, 3, 1, 3, 96, 1, 2, 1, 1, 0, 1, 0, 1, true, true, TCRT_ACT_NONE}},
         {"big pads", {1, 3, 3, 3, 3, 3, 5, 1, 1, 1, 1, 4, 3, 2, 5, false, false, TCRT_ACT_NONE}},
+        /* patch mode (kernel rows of KW*Cin <= 64 floats) with pads wider
+         * than the kernel: windows wholly in the left or right padding */
+        {"patch big pads", {1, 6, 5, 3, 3, 3, 32, 2, 2, 1, 1, 4, 5, 3, 6, true, false, TCRT_ACT_RELU}},
         /* weights over 1 MB: Cout-block-major, taps split into groups (partial
          * sums in C; bias, residual, activation once at the last group) */
         {"deep taps split", {1, 4, 5, 1024, 3, 3, 80, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
