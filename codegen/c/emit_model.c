@@ -1162,6 +1162,13 @@ static bool write_source(Ctx *c)
                 "#include \"tcrt_pool.h\"\n"
                 "\n"
                 "extern const unsigned char {{NAME}}_weights[];\n"
+                "\n"
+                "/* Code layout (docs/targets.md): tfcc compiles this file's functions into\n"
+                " * one section, which its link places where runtime/text.order lists this\n"
+                " * function. */\n"
+                "__attribute__((used)) static void tfcc_model_code(void)\n"
+                "{\n"
+                "}\n"
                 "\n",
                 holes);
 

@@ -555,9 +555,12 @@ END_TEST
 
 /* Of the executable's functions (nm -S), those named in the order file (#
  * lines skipped): their bytes in *listed, and in *span the bytes from the
- * lowest function address to the end of the last of them; false when nm or
+ * lowest function address to the end of the last of them; *anchor: the
+ * offset from that address of tfcc_model_code, the function the C backend
+ * emits in the model's one code section (-1 if absent); false when nm or
  * the file fails. */
-static bool layout_of(const char *exe, const char *order, long long *listed, long long *span)
+static bool layout_of(const char *exe, const char *order, long long *listed, long long *span,
+                      long long *anchor)
 {
     FILE *o = fopen(order, "r");
     ck_assert_msg(o != NULL, "%s missing", order);
@@ -576,7 +579,8 @@ static bool layout_of(const char *exe, const char *order, long long *listed, lon
     snprintf(cmd, sizeof cmd, "nm -S --defined-only '%s'", exe);
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
-    unsigned long long lo = ~0ull, end = 0;
+    unsigned long long lo = ~0ull, end = 0, at = 0;
+    bool has_anchor = false;
     *listed = 0;
     bool *seen = calloc(n ? n : 1, sizeof *seen);
     while (fgets(line, sizeof line, p)) {
@@ -585,6 +589,8 @@ static bool layout_of(const char *exe, const char *order, long long *listed, lon
         if (sscanf(line, "%llx %llx %7s %399s", &addr, &size, type, name) != 4 || !strchr("tTwW", type[0]))
             continue;
         lo = addr < lo ? addr : lo;
+        if (!strcmp(name, "tfcc_model_code"))
+            at = addr, has_anchor = true;
         for (size_t i = 0; i < n; i++)
             if (!seen[i] && !strcmp(name, names[i])) {
                 seen[i] = true; /* aliases at one address: counted once */
@@ -597,6 +603,7 @@ static bool layout_of(const char *exe, const char *order, long long *listed, lon
         free(names[i]);
     free(names), free(seen);
     *span = end > lo ? (long long)(end - lo) : 0;
+    *anchor = has_anchor ? (long long)(at - lo) : -1;
     return pclose(p) == 0 && *listed > 0;
 }
 
@@ -606,7 +613,8 @@ static bool layout_of(const char *exe, const char *order, long long *listed, lon
  * their own bytes (functions sharing a section with a listed one, such as
  * libc's in a static link, come along); the default order scatters them
  * over the whole text (facemesh-detection-short --static: 339 KB of them
- * over 908 of 913 KB, against 454 with the order).  Checked on a dynamic
+ * over 908 of 913 KB, against 454 with the order); the model's own code
+ * lies among them, at its anchor's place.  Checked on a dynamic
  * DS_CNN_S (the runtime's functions; sanitizer builds cannot link
  * statically), which runs and matches. */
 START_TEST(test_layout)
@@ -620,10 +628,14 @@ START_TEST(test_layout)
     snprintf(exe, sizeof exe, "%s/layout_DS_CNN_S", work);
     /* dynamic: sanitizer builds (make test-asan) cannot link --static */
     ck_assert_int_eq(tfcc("DS_CNN_S", exe, NULL, NULL), 0);
-    long long listed, span;
-    ck_assert(layout_of(exe, order, &listed, &span));
-    printf("  code layout: %lld bytes of listed functions within the first %lld bytes of code\n", listed,
-           span);
+    long long listed, span, anchor;
+    ck_assert(layout_of(exe, order, &listed, &span, &anchor));
+    printf("  code layout: %lld bytes of listed functions within the first %lld bytes of code; the model's "
+           "code at %lld\n",
+           listed, span, anchor);
+    /* the model's own code (one section) goes where the order lists its anchor */
+    ck_assert_msg(anchor >= 0 && anchor < span, "tfcc_model_code at %lld, outside the listed %lld bytes",
+                  anchor, span);
     /* DS_CNN_S: 1.02x with the order, 1.46x in the default one */
     ck_assert_msg(span <= listed + listed / 8, "listed functions (%lld bytes) spread over %lld bytes", listed,
                   span);
