@@ -7,8 +7,9 @@ usage: scripts/gen_text_order.py [--tfcc build/compiler/tfcc] [--shared ../share
                                  [--onnx-dir /tmp/tfcc-bench/onnx] [--out runtime/text.order]
 
 Compiles the TF.js graph models of the benchmark set with --static, runs each
-on its reference inputs with 1 thread and --repeat 2 and with 2 threads, and
-the first with --help, under gdb; also the ONNX models of `make bench`
+on its reference inputs with 1 thread and --repeat 2 and with 2 threads (both
+with --huge-pages), and the first with --help, under gdb, and once more under
+/usr/bin/time for its peak RSS; also the ONNX models of `make bench`
 (ResNet-18/50, MobileNetV2, the transformer encoder: MODEL.onnx and
 MODEL_in.npy in --onnx-dir, which `make bench` exports) where they exist,
 (scripts/text_order_hits.py: a one-shot breakpoint on every function), and
@@ -51,15 +52,19 @@ ANCHOR = 'tfcc_model_code'
 MODEL_FN = re.compile(r'^(r\d+_)?k\d+_')
 
 
-def model_runs(name, exe, feeds, tmp):
+def is_own(fn, own):
+    """Whether fn is the model's own code (own: the executable's NAME_ prefix)."""
+    return bool(MODEL_FN.match(fn)) or fn.startswith(own)
+
+
+def model_runs(name, exe, own, feeds, tmp):
     """The functions of exe's runs on feeds: 1 thread (serial paths) with --repeat (timing, the
     median printed), and 2 threads (the pool), both with --huge-pages as `make bench` runs them;
     the model's own functions as ANCHOR."""
     runs = []
-    own = os.path.basename(exe) + '_'
     for extra in (['--threads', '1', '--repeat', '2', '--huge-pages'], ['--threads', '2', '--huge-pages']):
         r = hits([exe] + feeds + ['--out-dir', os.path.join(tmp, 'out')] + extra, os.path.join(tmp, 'hits'))
-        runs.append([ANCHOR if MODEL_FN.match(fn) or fn.startswith(own) else fn for fn in r])
+        runs.append([ANCHOR if is_own(fn, own) else fn for fn in r])
         print('%s %s: %d functions' % (name, ' '.join(extra), len(r)), file=sys.stderr)
     return runs
 
@@ -113,7 +118,7 @@ def windows(syms, order, used, own):
     else:
         by, model, rest = {}, [], []
         for a, z, n in sorted(syms):
-            if MODEL_FN.match(n) or n.startswith(own):
+            if is_own(n, own):
                 model.append(n)
             elif n not in by:
                 rest.append(n)
@@ -132,7 +137,7 @@ def windows(syms, order, used, own):
             al = 64 if z >= 64 else 16
             pos = (pos + al - 1) // al * al
             lay[n], pos = (pos, z), pos + z
-    names = set(n for n in lay if MODEL_FN.match(n) or n.startswith(own)) if ANCHOR in used else set()
+    names = set(n for n in lay if is_own(n, own)) if ANCHOR in used else set()
     names |= used
     ws = set()
     for n in names:
@@ -177,8 +182,8 @@ def main():
                 feeds += ['--feed', '%s=%s' % (t, os.path.join(ref, i['file']))]
             for o in io['outputs']:
                 argv += ['--fetch', o['tensor']]
-            limit = compile_model(a.tfcc, argv, exe)
-            models.append((m, limit, model_runs(m, exe, feeds, tmp), text_syms(exe), os.path.basename(exe) + '_',
+            limit, own = compile_model(a.tfcc, argv, exe), os.path.basename(exe) + '_'
+            models.append((m, limit, model_runs(m, exe, own, feeds, tmp), text_syms(exe), own,
                            net_rss(exe, feeds, tmp, limit)))
             if help_run is None:
                 help_run = hits([exe, '--help'], os.path.join(tmp, 'hits'))
@@ -187,7 +192,7 @@ def main():
             exe = os.path.join(tmp, m)
             limit = compile_model(a.tfcc, [os.path.join(a.onnx_dir, m + '.onnx')], exe)
             feeds = ['--feed', 'input=' + os.path.join(a.onnx_dir, m + '_in.npy')]
-            models.append((m, limit, model_runs(m, exe, feeds, tmp), text_syms(exe), m + '_',
+            models.append((m, limit, model_runs(m, exe, m + '_', feeds, tmp), text_syms(exe), m + '_',
                            net_rss(exe, feeds, tmp, limit)))
     # Order: each function by the set of models whose runs enter it (and whether --help does), the
     # models whose RSS net of --help is the largest against their limit first (a window of code
