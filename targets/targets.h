@@ -29,8 +29,9 @@ typedef struct TgtTarget {
     const char *runtime_include;  /* runtime/include (the sources are in its parent) */
     const char *exe_wrapper;      /* how this machine runs its executables ("" natively) */
     const char *unavailable;      /* NULL, or why tfcc cannot build exe/lib/obj for it */
-    const char *text_order;       /* NULL or "": none; else the function order executables are
-                                   * linked with (lld --symbol-ordering-file; runtime/text.order) */
+    const char *text_order;       /* NULL or "": none; else the prefix of the function orders
+                                   * executables are linked with (lld --symbol-ordering-file;
+                                   * runtime/text.order.ISA, tgt_text_order) */
 } TgtTarget;
 
 /* The host target, with runtime paths baked in at build time. */
@@ -39,6 +40,12 @@ const TgtTarget *tgt_host(void);
 const TgtTarget *tgt_find(const char *name);
 /* The i-th target of the table, NULL past the end (for listings). */
 const TgtTarget *tgt_at(int i);
+/* The function order t's executables are linked with: t->text_order's file
+ * for the kernels that the build host's CPU runs ("PREFIX.avx512",
+ * "PREFIX.avx2": the runs that made each entered that ISA's kernels),
+ * written into buf; NULL when t has none or the file is absent or does not
+ * fit. */
+const char *tgt_text_order(const TgtTarget *t, char *buf, size_t n);
 /* The CPU name used for t: cpu when given, else t's default (host: from the
  * runtime's -march flag, "x86-64-v3" when it has none). */
 const char *tgt_cpu(const TgtTarget *t, const char *cpu);

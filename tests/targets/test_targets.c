@@ -23,9 +23,9 @@
  *              aarch64-linux-gnu when it can be built, and the --emit c make
  *              build) defines none of the convolution kernels DS_CNN_S's
  *              does (nm), tfcc's host executables have no .debug_ section
- *              (readelf), and the host ones run and match; with lld (the
- *              build's TFCC_TEXT_ORDER), the functions runtime/text.order
- *              lists lie together at the start of the host executable's
+ *              (readelf), and the host ones run and match; with lld and
+ *              an order for this CPU's kernels (tgt_text_order), the
+ *              functions runtime/text.order.ISA lists lie together at the start of the host executable's
  *              code (nm -S), and the executable runs and matches
  * usage: test_targets MODE MODELS_DIR TESTS_SRC_DIR
  * Exits 77 (SKIP) when the models, the cross compiler, qemu or a compiler
@@ -619,9 +619,10 @@ static bool layout_of(const char *exe, const char *order, long long *listed, lon
  * statically), which runs and matches. */
 START_TEST(test_layout)
 {
-    const char *order = TFCC_TEXT_ORDER;
-    if (!order[0]) {
-        printf("  code layout: skipped (tfcc was built without lld: no runtime/text.order link)\n");
+    char order[1024];
+    if (!tgt_text_order(tgt_host(), order, sizeof order)) {
+        printf("  code layout: skipped (tfcc was built without lld, or no runtime/text.order.ISA for this "
+               "CPU's kernels)\n");
         return;
     }
     char exe[600];
