@@ -423,10 +423,21 @@ tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_ten
  * (tcrt_pconv_rows, with the residual) makes the output row from it.  At
  * most DWB_SLOTS threads take part, one ring and row buffer each (the
  * workspace is planned for that many; the slots are spread over all of it,
- * tcrt_ws_slot_stride); bands: one per thread taking part
- * with an expansion (each band boundary costs a window's rows twice), else
- * up to DWB_BANDS per thread. */
-enum { DWB_SLOTS = 4, DWB_BANDS = 4 };
+ * tcrt_ws_slot_stride); bands: up to DWB_BANDS per thread taking part,
+ * handed out dynamically, so that a thread the host slows down takes fewer.
+ * With an expansion each band boundary makes the rows two bands' windows
+ * share twice (span - stride rows: 1 for a 3x3 stride-2 window, 2 at
+ * stride 1), so a band has at least DWB_REDO_PARTS times that many rows of
+ * input (the work made twice is at most 1/DWB_REDO_PARTS of a band's), in
+ * whole rounds of the threads, and at least one band per thread.  Measured
+ * (MobileNetV2 at 2 threads, AVX2 EPYC, host busy at times, --profile
+ * medians of 8 interleaved runs of 30): the stride-2 block at 112x112 (16
+ * -> 96 -> 24) 0.82 -> 0.71 ms with 4 bands per thread instead of one
+ * (faster in 6 of the 8 pairs; the same 0.55 in quiet moments), the whole
+ * model 6.37 -> 6.31 ms (within noise); with 4 bands per thread at stride
+ * 1 too, the 56x56 stride-1 block ran 5% slower in quiet moments (28% of
+ * its expansion made twice), so that one keeps one band per thread. */
+enum { DWB_SLOTS = 4, DWB_BANDS = 4, DWB_REDO_PARTS = 8 };
 
 typedef struct DwBlock {
     Dw d;
@@ -577,7 +588,15 @@ tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
     tcrt_interior_cols(b.d.W, b.d.KW, b.d.sw, b.d.dw, b.d.pl, b.d.OW, &b.d.ow_in0, &b.d.ow_in1);
     int64_t slots = tcrt_get_threads();
     slots = slots < 1 ? 1 : slots > DWB_SLOTS ? DWB_SLOTS : slots;
-    b.bands = b.expand || slots == 1 ? slots : slots * DWB_BANDS;
+    b.bands = slots == 1 ? 1 : slots * DWB_BANDS;
+    if (b.expand && slots > 1) {
+        /* bands of at least DWB_REDO_PARTS x (rows two bands share) / stride
+         * output rows, in whole rounds of the threads (file comment) */
+        int64_t span = (b.d.KH - 1) * b.d.dh + 1, shared = span > b.d.sh ? span - b.d.sh : 0;
+        int64_t rows = (DWB_REDO_PARTS * shared + b.d.sh - 1) / b.d.sh;
+        int64_t most = b.d.OH / (rows > 1 ? rows : 1) / slots * slots;
+        b.bands = most < slots ? slots : most < b.bands ? most : b.bands;
+    }
     b.bands = b.bands > b.d.OH ? b.d.OH : b.bands;
     b.per_band = (b.d.OH + b.bands - 1) / b.bands;
     b.bands = (b.d.OH + b.per_band - 1) / b.per_band;

@@ -710,6 +710,12 @@ START_TEST(conv_dwblock)
          {1, 8, 19, 16, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, EP, R6, R6, 16, NONE, true}},
         {"expand + project s2",
          {1, 11, 16, 24, 72, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, EP, R6, R6, 40, NONE, false}},
+        /* tall enough for several bands per thread at 2 threads (4 at stride 2,
+         * 4 at stride 1), each band making its first window's rows again */
+        {"expand + project s2, many bands",
+         {1, 40, 9, 16, 48, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, EP, R6, R6, 24, NONE, false}},
+        {"expand + project s1 residual, many bands",
+         {1, 70, 7, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, EP, R6, R6, 8, NONE, true}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_dwb(&cases[i].c, cases[i].name);
