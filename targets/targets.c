@@ -20,6 +20,7 @@
  * compiler); the caller's cwd is never changed (only the child's).
  */
 #include "targets/targets.h"
+#include "tcrt_kernels.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -98,26 +99,15 @@ static const TgtTarget table[] = {
 
 const TgtTarget *tgt_host(void) { return &table[0]; }
 
-/* The ISA suffix of the kernels an executable built here runs: the widest
- * the build host's CPU has, up to the runtime's build (TFCC_RUNTIME_ISA_MAX),
- * the same choice as the runtime's tcrt_kern_isa. */
-static const char *host_kernel_isa(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (TFCC_RUNTIME_ISA_MAX >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
-        return "avx512";
-    if (TFCC_RUNTIME_ISA_MAX >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return "avx2";
-#endif
-    return "portable";
-}
-
 const char *tgt_text_order(const TgtTarget *t, char *buf, size_t n)
 {
     if (!t->text_order || !t->text_order[0])
         return NULL;
-    int len = snprintf(buf, n, "%s.%s", t->text_order, host_kernel_isa());
+    /* the kernels an executable built here runs: the runtime's own choice on
+     * this CPU (tfcc links the same libtcrt, with the same runtime_isa cap) */
+    int isa = tcrt_kern_isa();
+    const char *suffix = isa == TCRT_ISA_AVX512 ? "avx512" : isa == TCRT_ISA_AVX2 ? "avx2" : "portable";
+    int len = snprintf(buf, n, "%s.%s", t->text_order, suffix);
     if (len < 0 || (size_t)len >= n || access(buf, R_OK) != 0)
         return NULL;
     return buf;

@@ -41,8 +41,9 @@ const TgtTarget *tgt_find(const char *name);
 /* The i-th target of the table, NULL past the end (for listings). */
 const TgtTarget *tgt_at(int i);
 /* The function order t's executables are linked with: t->text_order's file
- * for the kernels that the build host's CPU runs ("PREFIX.avx512",
- * "PREFIX.avx2": the runs that made each entered that ISA's kernels),
+ * for the kernels that the build host's CPU runs (tcrt_kern_isa:
+ * "PREFIX.avx512", "PREFIX.avx2": the runs that made each entered that ISA's
+ * kernels),
  * written into buf; NULL when t has none or the file is absent or does not
  * fit. */
 const char *tgt_text_order(const TgtTarget *t, char *buf, size_t n);

@@ -243,6 +243,16 @@ tcrt_status tcrt_fast_conv2d_transpose(const tcrt_tensor *in, int n_in, tcrt_ten
  * overflow or a non-positive dim).  The layout is the same for every ISA; the
  * compiler packs constant weights once, at compile time (passes/pack). */
 #define TCRT_PACK_NR 16
+/* Instruction sets of the micro-kernels, in increasing order (macros: the
+ * build's cap TCRT_ISA_MAX is compared with them in #if). */
+#define TCRT_ISA_PORTABLE 0
+#define TCRT_ISA_AVX2 1
+#define TCRT_ISA_AVX512 2
+/* The ISA the kernels use: the best one the CPU supports, capped by the
+ * build's runtime_isa option and by tcrt_kern_force_isa (fast_conv_int.h).
+ * The compiler asks it too: executables are linked with the code layout of
+ * the kernels they will run on the build host (targets/targets.c). */
+int tcrt_kern_isa(void);
 int64_t tcrt_conv_packed_floats(int64_t kh, int64_t kw, int64_t cin, int64_t cout);
 void tcrt_pack_conv_weights(const float *hwio, int64_t kh, int64_t kw, int64_t cin, int64_t cout,
                             float *packed);

@@ -29,12 +29,6 @@
 extern "C" {
 #endif
 
-/* Instruction sets of the micro-kernels, in increasing order (macros: the
- * build's cap TCRT_ISA_MAX is compared with them in #if). */
-#define TCRT_ISA_PORTABLE 0
-#define TCRT_ISA_AVX2 1
-#define TCRT_ISA_AVX512 2
-
 /* The fused activation of one float32 value (TCRT_ACT_*; alpha: leaky
  * slope), shared by every fast kernel's scalar epilogue. */
 static inline float tcrt_kern_act(float v, int64_t act, float alpha)
@@ -147,9 +141,7 @@ void tcrt_wino_output_avx512(const TcrtWino *w, int64_t t0, int64_t nt, int64_t 
  * current ISA (7 where tcrt_ukernel_avx512_r7 is taken); for tests. */
 int64_t tcrt_conv_tile_rows(int64_t pixels);
 
-/* The ISA the kernels use: the best one the CPU supports, capped by the
- * build's runtime_isa option and by tcrt_kern_force_isa. */
-int tcrt_kern_isa(void);
+/* tcrt_kern_isa and the TCRT_ISA_* levels: tcrt_kernels.h. */
 /* Tests: caps the ISA at isa (-1: no cap); returns the previous cap.  An ISA
  * the CPU or build lacks is never used (tcrt_kern_isa says what runs). */
 int tcrt_kern_force_isa(int isa);

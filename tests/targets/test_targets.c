@@ -25,8 +25,9 @@
  *              does (nm), tfcc's host executables have no .debug_ section
  *              (readelf), and the host ones run and match; with lld and
  *              an order for this CPU's kernels (tgt_text_order), the
- *              functions runtime/text.order.ISA lists lie together at the start of the host executable's
- *              code (nm -S), and the executable runs and matches
+ *              functions runtime/text.order.ISA lists lie together at the
+ *              start of the host executable's code (nm -S), and the
+ *              executable runs and matches
  * usage: test_targets MODE MODELS_DIR TESTS_SRC_DIR
  * Exits 77 (SKIP) when the models, the cross compiler, qemu or a compiler
  * the mode needs is missing.
