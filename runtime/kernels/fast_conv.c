@@ -1908,6 +1908,7 @@ typedef struct MMJob {
     int64_t M, N, K, kc, tiles, cblocks, a_tasks, tiles_per_a_task;
     int64_t nb_blocks, chunks, tiles_per_chunk, k0, kc_cur; /* N block, tile chunks, current K block */
     int64_t pack_cb0, pack_cbs, nb_cur;                     /* B column blocks packed by the current run */
+    int64_t b_tasks, b_rows; /* its B packing tasks; rows per task (B not transposed) */
     const float *A, *B, *bias;
     bool tb;
     float *C, *bpack, *apack; /* bpack [N/nr][K][nr]; apack per K block [M/mr][kc][mr] */
@@ -1915,34 +1916,64 @@ typedef struct MMJob {
     float alpha;
 } MMJob;
 
-/* Packing for the current K block [k0, k0 + kc_cur): tasks [0, pack_cbs)
- * pack B's column blocks pack_cb0 + q (columns [cb*nr, +nr), as [kc][nr]
- * at row k0 of the block's [K][nr] panel, zero past N); when pack_a, the
- * further tasks pack groups of A tiles as [kc][mr] (zero rows past M). */
+/* Rows [k1, k2) of the current K block of B (not transposed) into the
+ * current N block's panels (row k of column block cb at (cb*K + k0 + k)*nr;
+ * zero past N): each source row is read once, left to right, with the row
+ * 4 on prefetched.  Packing a column block at a time read nr floats from
+ * every row, one page each (2048^3 at 1 thread: 5% of the GEMM's samples
+ * in memmove). */
+static void kmm_pack_b_rows(const MMJob *j, int64_t k1, int64_t k2)
+{
+    int64_t K = j->K, nr = j->nr, n0 = j->pack_cb0 * nr, w = j->N - n0;
+    w = w < j->pack_cbs * nr ? w : j->pack_cbs * nr;
+    int64_t full = w / nr, rest = w - full * nr;
+    for (int64_t k = k1; k < k2; k++) {
+        const float *src = j->B + (j->k0 + k) * j->N + n0;
+        if (k + 4 < j->kc_cur)
+            for (int64_t o = 0; o < w; o += 16)
+                __builtin_prefetch(src + 4 * j->N + o);
+        float *dst = j->bpack + (j->pack_cb0 * K + j->k0 + k) * nr;
+        for (int64_t q = 0; q < full; q++, src += nr, dst += K * nr)
+            for (int64_t c = 0; c < nr; c += 16) /* nr: a multiple of 16, 64-byte copies */
+                memcpy(dst + c, src + c, 16 * sizeof(float));
+        if (rest > 0) {
+            memcpy(dst, src, (size_t)rest * sizeof(float));
+            memset(dst + rest, 0, (size_t)(nr - rest) * sizeof(float));
+        }
+    }
+}
+
+/* Packing for the current K block [k0, k0 + kc_cur): tasks [0, b_tasks)
+ * pack the current N block of B (columns [pack_cb0*nr, +pack_cbs*nr), as
+ * [kc][nr] at row k0 of each column block's [K][nr] panel, zero past N):
+ * b_rows rows each (kmm_pack_b_rows), or with B^T column block pack_cb0 + q;
+ * when pack_a, the further tasks pack groups of A tiles as [kc][mr] (zero
+ * rows past M). */
 static void kmm_pack_task(void *ctx, int64_t q, int tid)
 {
     const MMJob *j = ctx;
     (void)tid;
     int64_t K = j->K, nr = j->nr, mr = j->mr, k0 = j->k0, kc = j->kc_cur;
-    if (q < j->pack_cbs) {
+    if (q < j->b_tasks && !j->tb) {
+        int64_t k1 = q * j->b_rows;
+        kmm_pack_b_rows(j, k1, k1 + j->b_rows < kc ? k1 + j->b_rows : kc);
+        return;
+    }
+    if (q < j->b_tasks) {
         int64_t cb = j->pack_cb0 + q;
         float *dst = j->bpack + (cb * K + k0) * nr;
         int64_t n0 = cb * nr, w = j->N - n0 < nr ? j->N - n0 : nr;
-        for (int64_t k = 0; k < kc; k++) {
-            if (!j->tb) /* a row of B: w contiguous floats */
-                memcpy(dst + k * nr, j->B + (k0 + k) * j->N + n0, (size_t)w * sizeof(float));
+        for (int64_t k = 0; k < kc; k++)
             for (int64_t jj = w; jj < nr; jj++)
                 dst[k * nr + jj] = 0.0f;
+        for (int64_t jj = 0; jj < w; jj++) { /* B^T: each column of the panel is a contiguous row */
+            const float *src = j->B + (n0 + jj) * K + k0;
+            for (int64_t k = 0; k < kc; k++)
+                dst[k * nr + jj] = src[k];
         }
-        if (j->tb) /* B^T: each column of the panel is a contiguous row */
-            for (int64_t jj = 0; jj < w; jj++) {
-                const float *src = j->B + (n0 + jj) * K + k0;
-                for (int64_t k = 0; k < kc; k++)
-                    dst[k * nr + jj] = src[k];
-            }
         return;
     }
-    int64_t t0 = (q - j->pack_cbs) * j->tiles_per_a_task, t1 = t0 + j->tiles_per_a_task;
+    int64_t t0 = (q - j->b_tasks) * j->tiles_per_a_task, t1 = t0 + j->tiles_per_a_task;
     t1 = t1 < j->tiles ? t1 : j->tiles;
     for (int64_t t = t0; t < t1; t++) {
         int64_t m0 = t * mr, rows = j->M - m0 < mr ? j->M - m0 : mr;
@@ -1950,6 +1981,12 @@ static void kmm_pack_task(void *ctx, int64_t q, int tid)
 #if TCRT_ISA_MAX >= TCRT_ISA_AVX512
         if (rows == 6 && mr == 6 && j->isa == TCRT_ISA_AVX512) {
             tcrt_pack_a6_avx512(j->A + m0 * K + k0, K, kc, dst);
+            continue;
+        }
+#endif
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX2
+        if (rows == 6 && mr == 6 && j->isa == TCRT_ISA_AVX2) {
+            tcrt_pack_a6_avx2(j->A + m0 * K + k0, K, kc, dst);
             continue;
         }
 #endif
@@ -2029,7 +2066,10 @@ void tcrt_kmm_run(int64_t M, int64_t N, int64_t K, const float *A, const float *
         for (j.nb_cur = 0; j.nb_cur < n_nb; j.nb_cur++) {
             j.pack_cb0 = j.nb_cur * j.nb_blocks;
             j.pack_cbs = j.cblocks - j.pack_cb0 < j.nb_blocks ? j.cblocks - j.pack_cb0 : j.nb_blocks;
-            tcrt_parallel_tasks(j.pack_cbs + (j.nb_cur == 0 ? j.a_tasks : 0), kmm_pack_task, &j);
+            /* B rows in tasks of about 64 KB of packed panels */
+            j.b_rows = block_of(j.kc_cur, div_up(1 << 14, j.pack_cbs * j.nr));
+            j.b_tasks = tb ? j.pack_cbs : div_up(j.kc_cur, j.b_rows);
+            tcrt_parallel_tasks(j.b_tasks + (j.nb_cur == 0 ? j.a_tasks : 0), kmm_pack_task, &j);
             tcrt_parallel_tasks(j.chunks, kmm_task, &j);
         }
     }

@@ -102,8 +102,10 @@ void tcrt_gemm_avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const fl
                     const TcrtKernEpi *epi);
 void tcrt_gemm_avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                       int64_t ldc, const TcrtKernEpi *epi);
-/* AVX-512: 6 rows of A (row stride lda), columns [0, kc), packed as [kc][6]. */
+/* 6 rows of A (row stride lda), columns [0, kc), packed as [kc][6]
+ * (writes exactly 6 * kc floats). */
 void tcrt_pack_a6_avx512(const float *a, int64_t lda, int64_t kc, float *dst);
+void tcrt_pack_a6_avx2(const float *a, int64_t lda, int64_t kc, float *dst);
 
 /* The weights of the packed conv that ran after the one with weights w on
  * this thread (learned for the next-layer prefetch), NULL when none; for

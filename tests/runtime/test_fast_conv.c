@@ -993,6 +993,10 @@ START_TEST(matmul_cases)
         {1, 70, 80, 600, false, true, TCRT_ACT_NONE},
         /* GEMM blocking: 3 K blocks, 2 N blocks, M % 6 = 2 */
         {1, 50, 530, 2100, true, true, TCRT_ACT_RELU},
+        /* the same with B's rows packed by row tasks (the last N block's
+         * last panel partly filled); K blocks of 700: A's 8-k groups and a
+         * 4-k rest */
+        {1, 50, 530, 2100, false, true, TCRT_ACT_RELU},
         /* A packed by several tasks; K % 16 = 0 */
         {1, 600, 20, 64, false, true, TCRT_ACT_RELU6},
     };
