@@ -40,10 +40,15 @@ static inline nvf nv_load_n(const float *p, int64_t n)
     return nv_load(t);
 }
 
+/* Every lane s.  Written as s - 0, which is s for every s (-0.0 and NaN
+ * too), so the compiler broadcasts s as it is (from memory: one load);
+ * {0} + s made it add 0.0 first (+0.0 + -0.0 is +0.0): a scalar add and a
+ * register broadcast, both on FP ports, for every splat of the stem
+ * loops' inner FMAs. */
 static inline nvf nv_splat(float s)
 {
-    nvf v = {0};
-    return v + s;
+    nvf z = {0};
+    return s - z;
 }
 
 /* Lanes of a where m is set, else b. */
