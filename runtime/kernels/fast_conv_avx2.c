@@ -288,11 +288,11 @@ void tcrt_gemm_avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const fl
 
 /* Packs 6 rows of A (row stride lda) x kc into [kc][6]: per 8 k, the six
  * rows' vectors (and two zero ones) through an 8 x 8 transpose (unpack,
- * shuffle, lane permute), each k's column stored 8 wide at 6 k floats
- * apart, so the next store overwrites the two extra lanes; the group's last
- * column stores only its 6 floats (nothing past dst + 6 kc is written: the
- * next tile's panel may be another task's).  The scalar loop it replaces
- * was 3% of a 2048^3 GEMM at 1 thread (perf). */
+ * shuffle, lane permute); each k's column is stored 8 wide, 6 floats after
+ * the previous one, so the next store overwrites the two extra lanes, and
+ * the group's last column stores only its 6 floats (nothing past dst + 6 kc
+ * is written: the next tile's panel may be another task's).  The scalar
+ * loop it replaces was 3% of a 2048^3 GEMM at 1 thread (perf). */
 void tcrt_pack_a6_avx2(const float *a, int64_t lda, int64_t kc, float *dst)
 {
     int64_t k = 0;
@@ -305,12 +305,11 @@ void tcrt_pack_a6_avx2(const float *a, int64_t lda, int64_t kc, float *dst)
         __m256 u01l = _mm256_unpacklo_ps(r0, r1), u01h = _mm256_unpackhi_ps(r0, r1);
         __m256 u23l = _mm256_unpacklo_ps(r2, r3), u23h = _mm256_unpackhi_ps(r2, r3);
         __m256 u45l = _mm256_unpacklo_ps(r4, r5), u45h = _mm256_unpackhi_ps(r4, r5);
-        __m256 u67l = _mm256_unpacklo_ps(z, z), u67h = u67l;
         /* four rows of one k per 128-bit lane: q0 = k0 rows 0-3 | k4 rows 0-3 */
         __m256 q0 = _mm256_shuffle_ps(u01l, u23l, 0x44), q1 = _mm256_shuffle_ps(u01l, u23l, 0xEE);
         __m256 q2 = _mm256_shuffle_ps(u01h, u23h, 0x44), q3 = _mm256_shuffle_ps(u01h, u23h, 0xEE);
-        __m256 p0 = _mm256_shuffle_ps(u45l, u67l, 0x44), p1 = _mm256_shuffle_ps(u45l, u67l, 0xEE);
-        __m256 p2 = _mm256_shuffle_ps(u45h, u67h, 0x44), p3 = _mm256_shuffle_ps(u45h, u67h, 0xEE);
+        __m256 p0 = _mm256_shuffle_ps(u45l, z, 0x44), p1 = _mm256_shuffle_ps(u45l, z, 0xEE);
+        __m256 p2 = _mm256_shuffle_ps(u45h, z, 0x44), p3 = _mm256_shuffle_ps(u45h, z, 0xEE);
         /* column k: rows 0-3 from q, rows 4-5 (and two zeros) from p */
         __m256 c0 = _mm256_permute2f128_ps(q0, p0, 0x20), c4 = _mm256_permute2f128_ps(q0, p0, 0x31);
         __m256 c1 = _mm256_permute2f128_ps(q1, p1, 0x20), c5 = _mm256_permute2f128_ps(q1, p1, 0x31);
