@@ -33,6 +33,9 @@
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #define NV 8 /* fast_vec_int.h: 8-lane vectors, the build's ISA */
 #include "fast_vec_int.h"

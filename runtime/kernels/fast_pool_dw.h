@@ -36,6 +36,31 @@ static DW_ATTR inline DW_FN(dwv) DW_FN(dw_blend)(DW_FN(dwi) m, DW_FN(dwv) a, DW_
     return (DW_FN(dwv))(((DW_FN(dwi))a & m) | ((DW_FN(dwi))b & ~m));
 }
 
+/* a > b ? a : b and a < b ? a : b lane by lane (b where either is NaN),
+ * as the x86 max/min instructions define them: one instruction each where
+ * the target has them, instead of a compare and a blend. */
+static DW_ATTR inline DW_FN(dwv) DW_FN(dw_max)(DW_FN(dwv) a, DW_FN(dwv) b)
+{
+#if DWV == 8 && defined(__AVX__)
+    return (DW_FN(dwv))_mm256_max_ps((__m256)a, (__m256)b);
+#elif DWV == 16 && (defined(__x86_64__) || defined(__i386__))
+    return (DW_FN(dwv))_mm512_max_ps((__m512)a, (__m512)b);
+#else
+    return DW_FN(dw_blend)(a > b, a, b);
+#endif
+}
+
+static DW_ATTR inline DW_FN(dwv) DW_FN(dw_min)(DW_FN(dwv) a, DW_FN(dwv) b)
+{
+#if DWV == 8 && defined(__AVX__)
+    return (DW_FN(dwv))_mm256_min_ps((__m256)a, (__m256)b);
+#elif DWV == 16 && (defined(__x86_64__) || defined(__i386__))
+    return (DW_FN(dwv))_mm512_min_ps((__m512)a, (__m512)b);
+#else
+    return DW_FN(dw_blend)(a < b, a, b);
+#endif
+}
+
 /* Finishes DWV channels of one output at y[off]: + residual, act, store
  * (the residual is read just before the store: y may share its buffer). */
 static DW_ATTR inline void DW_FN(dw_store)(const Dw *d, DW_FN(dwv) acc, int64_t off)
@@ -45,11 +70,11 @@ static DW_ATTR inline void DW_FN(dw_store)(const Dw *d, DW_FN(dwv) acc, int64_t 
         acc += DW_FN(dw_load)(d->res + off);
     switch (d->act) {
     case TCRT_ACT_RELU:
-        acc = DW_FN(dw_blend)(acc > zero, acc, zero);
+        acc = DW_FN(dw_max)(acc, zero);
         break;
     case TCRT_ACT_RELU6: {
         const DW_FN(dwv) six = zero + 6.0f;
-        acc = DW_FN(dw_blend)(acc < zero, zero, DW_FN(dw_blend)(acc > six, six, acc));
+        acc = DW_FN(dw_min)(six, DW_FN(dw_max)(zero, acc));
         break;
     }
     case TCRT_ACT_LEAKY:

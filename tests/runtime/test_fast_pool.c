@@ -352,6 +352,61 @@ START_TEST(fast_dw_every_act)
 }
 END_TEST
 
+/* The activations on NaN and on values past the clip, hand-derived: a 3x3
+ * all-ones kernel (pad 1, no bias) over zeros with one NaN in channel 3,
+ * +100 in channel 4 and -100 in channel 5 at pixel (5, 5) of a 12x12x16
+ * map, so the outputs whose window holds that pixel (rows and columns 4-6:
+ * interior blocks and no border) are NaN, +100 and -100 before the
+ * activation, every other output 0.  As tcrt_kern_act: relu gives 0 for
+ * NaN (v > 0 fails), relu6 and leaky keep NaN (v < 0 and v > 6 fail);
+ * relu6 clips +100 to 6 and -100 to 0, leaky scales -100 to -10. */
+START_TEST(fast_dw_act_nan)
+{
+    enum { H = 12, W = 12, C = 16 };
+    static float x[H * W * C], w[9 * C], y[H * W * C];
+    memset(x, 0, sizeof x);
+    for (int i = 0; i < 9 * C; i++)
+        w[i] = 1.0f;
+    x[(5 * W + 5) * C + 3] = NAN;
+    x[(5 * W + 5) * C + 4] = 100.0f;
+    x[(5 * W + 5) * C + 5] = -100.0f;
+    int isas[3], n_isa = isa_list(isas);
+    for (int k = 0; k < n_isa; k++) {
+        tcrt_kern_force_isa(isas[k]);
+        for (int act = TCRT_ACT_NONE; act <= TCRT_ACT_LEAKY; act++) {
+            tcrt_params p = {{0}, {0}};
+            p.i[TCRT_CONV_SH] = p.i[TCRT_CONV_SW] = p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = 1;
+            p.i[TCRT_CONV_PT] = p.i[TCRT_CONV_PB] = p.i[TCRT_CONV_PL] = p.i[TCRT_CONV_PR] = 1;
+            p.i[TCRT_CONV_DEPTHWISE] = 1;
+            p.i[TCRT_CONV_ACT] = act;
+            p.f[0] = 0.1;
+            tcrt_tensor in[2] = {t4(x, 1, H, W, C), t4(w, 3, 3, C, 1)};
+            tcrt_tensor o = t4(y, 1, H, W, C);
+            ck_assert_int_eq(tcrt_fast_depthwise_conv2d(in, 2, &o, 1, &p), TCRT_OK);
+            float pos = act == TCRT_ACT_RELU6 ? 6.0f : 100.0f;
+            float neg = act == TCRT_ACT_NONE ? -100.0f : act == TCRT_ACT_LEAKY ? -10.0f : 0.0f;
+            bool nan_kept = act != TCRT_ACT_RELU;
+            for (int oh = 0; oh < H; oh++)
+                for (int ow = 0; ow < W; ow++)
+                    for (int c = 0; c < C; c++) {
+                        bool hit = oh >= 4 && oh <= 6 && ow >= 4 && ow <= 6;
+                        float v = y[(oh * W + ow) * C + c];
+                        if (hit && c == 3 && nan_kept)
+                            ck_assert_msg(isnan(v), "isa %d act %d (%d,%d): %g, want NaN", isas[k], act, oh,
+                                          ow, v);
+                        else
+                            ck_assert_msg(v == (!hit     ? 0.0f
+                                                : c == 4 ? pos
+                                                : c == 5 ? neg
+                                                         : 0.0f),
+                                          "isa %d act %d (%d,%d) channel %d: %g", isas[k], act, oh, ow, c, v);
+                    }
+        }
+    }
+    tcrt_kern_force_isa(-1);
+}
+END_TEST
+
 /* Residual sharing the output buffer (the planner may reuse it in place). */
 START_TEST(fast_dw_residual_in_place)
 {
@@ -397,6 +452,7 @@ int main(void)
     tcase_add_test(tc, fast_dw_random);
     tcase_add_test(tc, fast_dw_blocks);
     tcase_add_test(tc, fast_dw_every_act);
+    tcase_add_test(tc, fast_dw_act_nan);
     tcase_add_test(tc, fast_dw_residual_in_place);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
