@@ -43,7 +43,7 @@ static DW_ATTR inline DW_FN(dwv) DW_FN(dw_max)(DW_FN(dwv) a, DW_FN(dwv) b)
 {
 #if DWV == 8 && defined(__AVX__)
     return (DW_FN(dwv))_mm256_max_ps((__m256)a, (__m256)b);
-#elif DWV == 16 && (defined(__x86_64__) || defined(__i386__))
+#elif DWV == 16 /* only built where DW_HAVE_AVX512 (x86, fast_pool.c) */
     return (DW_FN(dwv))_mm512_max_ps((__m512)a, (__m512)b);
 #else
     return DW_FN(dw_blend)(a > b, a, b);
@@ -54,7 +54,7 @@ static DW_ATTR inline DW_FN(dwv) DW_FN(dw_min)(DW_FN(dwv) a, DW_FN(dwv) b)
 {
 #if DWV == 8 && defined(__AVX__)
     return (DW_FN(dwv))_mm256_min_ps((__m256)a, (__m256)b);
-#elif DWV == 16 && (defined(__x86_64__) || defined(__i386__))
+#elif DWV == 16 /* only built where DW_HAVE_AVX512 (x86, fast_pool.c) */
     return (DW_FN(dwv))_mm512_min_ps((__m512)a, (__m512)b);
 #else
     return DW_FN(dw_blend)(a < b, a, b);
