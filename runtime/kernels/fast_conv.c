@@ -262,6 +262,10 @@ static Kern pick_kernel(int isa)
 static Kern conv_kernel(int isa, int64_t pixels)
 {
     Kern k = pick_kernel(isa);
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX2
+    if (isa == TCRT_ISA_AVX2 && (pixels + 4) / 5 * 5 * 100 <= (pixels + 5) / 6 * 6 * 97)
+        k = (Kern){tcrt_ukernel_avx2_r5, TCRT_AVX2_R5_MR, TCRT_AVX2_CONV_NR, true};
+#endif
 #if TCRT_ISA_MAX >= TCRT_ISA_AVX512
     if (isa == TCRT_ISA_AVX512 && (pixels + 6) / 7 * 7 * 100 <= (pixels + 5) / 6 * 6 * 97)
         k = (Kern){tcrt_ukernel_avx512_r7, TCRT_AVX512_R7_MR, TCRT_AVX512_R7_NR, false};
@@ -1757,8 +1761,24 @@ void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const
     Kern k = pick_kernel(tcrt_kern_isa());
     if (k.wide)
         k.nr = round16(O);
+    /* AVX2: the same number of tiles, the last ones of 5 rows, where that
+     * covers n exactly (56 pixels: 6 tiles of 6 and 4 of 5, not 10 of 6,
+     * the last with 2 live rows); from pixel p5 on */
+    int64_t p5 = n;
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX2
+    if (k.fn == tcrt_ukernel_avx2) {
+        int64_t t = div_up(n, TCRT_AVX2_MR), fives = t * TCRT_AVX2_MR - n;
+        if (fives > 0 && fives <= t)
+            p5 = (t - fives) * TCRT_AVX2_MR;
+    }
+#endif
+    (void)p5; /* unused where the build has no AVX2 kernel */
     const float *ind[TCRT_KERN_MAX_MR];
-    for (int64_t p0 = 0; p0 < n; p0 += k.mr) {
+    for (int64_t p0 = 0, tr = k.mr; p0 < n; p0 += tr) {
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX2
+        if (p0 == p5)
+            k.fn = tcrt_ukernel_avx2_r5, k.mr = tr = TCRT_AVX2_R5_MR;
+#endif
         int64_t mr = n - p0 < k.mr ? n - p0 : k.mr;
         for (int64_t r = 0; r < k.mr; r++) /* rows past the last repeat it */
             ind[r] = x + (p0 + (r < mr ? r : mr - 1)) * C;

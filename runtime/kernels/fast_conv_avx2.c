@@ -4,7 +4,11 @@
  *
  * Tile 6 x 16: 12 ymm accumulators (two 8-wide halves of a 16-wide panel
  * per row), two ymm for the B row and one broadcast: 15 of the 16 ymm
- * registers.  Per k: 2 loads of B, 6 broadcasts, 12 FMAs.  Full 16-column
+ * registers.  Per k: 2 loads of B, 6 broadcasts, 12 FMAs.  The conv kernel
+ * also comes as 5 x 16 (tcrt_ukernel_avx2_r5: the same code with the sixth
+ * row compiled out): per k 2 loads, 5 broadcasts, 10 FMAs, the same FMA
+ * cycles per row, for the pixel counts that 6-row tiles round up the most
+ * (fast_conv.c conv_kernel, tcrt_pconv_rows).  Full 16-column
  * tiles run the epilogue on registers; a partial tile (nc < 16) spills the
  * row to a 16-float stack buffer and stores nc columns from it.  The k loop
  * is unrolled by 8 with one L2 prefetch of the caller's stream
@@ -142,49 +146,76 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
         dsth = nc >= 16 ? _mm256_loadu_ps(src + 8) : _mm256_maskload_ps(src + 8, m[1]);                      \
     }
 
-/* One k step u of the 8-step block: fixed offsets from bp and k, so the
- * block is straight-line code (GCC kept "unroll 8" as a loop). */
-#define KSTEP(FMA, u)                                                                                        \
+/* The k loop of the conv kernel in inline assembly.  Written with
+ * intrinsics, GCC kept one or two of the 12 accumulators on the stack
+ * across the unrolled k steps (a store and a reload on their FMA chains
+ * every step; perf showed 11% of the kernel's samples on one FMA after such
+ * a reload), and the allocation moved with unrelated edits.  Here the
+ * accumulators, the B row (b0, b1) and the row pointers are register
+ * operands, the broadcast ymm15.  One k step u (of a block of 8) is two
+ * statements, as an asm takes at most 30 operands ("+x" counts twice): the
+ * first loads B's row u (16 floats, or 8 where only the low half is live,
+ * H = 1) and does rows 0-2, the second rows 3 to R-1 (R = 6 or 5); per row r
+ * the broadcast of a_r[k + u] and one FMA per live half. */
+#define KS_B2(u) "vmovups " #u "*64(%[bp]), %[b0]\n\tvmovups " #u "*64+32(%[bp]), %[b1]\n\t"
+#define KS_B1(u) "vmovups " #u "*64(%[bp]), %[b0]\n\t"
+#define KS_R2(u, r)                                                                                          \
+    "vbroadcastss " #u "*4(%[a" #r "],%[k],4), %%ymm15\n\t"                                                  \
+    "vfmadd231ps %[b0], %%ymm15, %[c" #r "l]\n\t"                                                            \
+    "vfmadd231ps %[b1], %%ymm15, %[c" #r "h]\n\t"
+#define KS_R1(u, r)                                                                                          \
+    "vbroadcastss " #u "*4(%[a" #r "],%[k],4), %%ymm15\n\t"                                                  \
+    "vfmadd231ps %[b0], %%ymm15, %[c" #r "l]\n\t"
+#define KS_ACC(r) [c##r##l] "+x"(c##r##l), [c##r##h] "+x"(c##r##h)
+#define KS_CLOB "xmm15", "memory"
+/* step u with H live halves on R rows (R and H constants where it expands:
+ * one branch remains) */
+#define KSTEP(u, H)                                                                                          \
     {                                                                                                        \
-        const int64_t ku = k + u;                                                                            \
-        __m256 b0 = _mm256_loadu_ps(bp + 16 * u), b1 = _mm256_loadu_ps(bp + 16 * u + 8);                     \
-        (void)b1;                                                                                            \
-        {                                                                                                    \
-            const int64_t k = ku; /* the FMA macros index the rows by k */                                   \
-            ROWS6(FMA)                                                                                       \
-        }                                                                                                    \
+        __m256 b0, b1;                                                                                       \
+        __asm__(KS_B##H(u) KS_R##H(u, 0) KS_R##H(u, 1) KS_R##H(u, 2)                                         \
+                : [b0] "=&x"(b0), [b1] "=&x"(b1), KS_ACC(0), KS_ACC(1), KS_ACC(2)                            \
+                : [bp] "r"(bp), [k] "r"(k), [a0] "r"(a0), [a1] "r"(a1), [a2] "r"(a2)                         \
+                : KS_CLOB);                                                                                  \
+        if (rows == 6)                                                                                       \
+            __asm__(KS_R##H(u, 3) KS_R##H(u, 4) KS_R##H(u, 5)                                                \
+                    : KS_ACC(3), KS_ACC(4), KS_ACC(5)                                                        \
+                    : [b0] "x"(b0), [b1] "x"(b1), [k] "r"(k), [a3] "r"(a3), [a4] "r"(a4), [a5] "r"(a5)       \
+                    : KS_CLOB);                                                                              \
+        else                                                                                                 \
+            __asm__(KS_R##H(u, 3) KS_R##H(u, 4)                                                              \
+                    : KS_ACC(3), KS_ACC(4)                                                                   \
+                    : [b0] "x"(b0), [b1] "x"(b1), [k] "r"(k), [a3] "r"(a3), [a4] "r"(a4)                     \
+                    : KS_CLOB);                                                                              \
     }
-#define KSTEP8(FMA)                                                                                          \
-    KSTEP(FMA, 0)                                                                                            \
-    KSTEP(FMA, 1) KSTEP(FMA, 2) KSTEP(FMA, 3) KSTEP(FMA, 4) KSTEP(FMA, 5) KSTEP(FMA, 6) KSTEP(FMA, 7)
 
-/* The k loop over taps of the conv kernel with FMA one row's step: FMA2
- * both 8-wide halves, FMA1 the low half only (a panel whose live columns
- * fit it: nc <= 8 skips the FMAs of columns that are never stored). */
-#define CONV_KLOOP(FMA)                                                                                      \
-    for (int64_t t = 0; t < taps; t++, ind += TCRT_AVX2_MR) {                                                \
+/* The k loop over taps of the conv kernel for H live halves: 2 both 8-wide
+ * halves, 1 the low half only (a panel whose live columns fit it: nc <= 8
+ * skips the FMAs of columns that are never stored). */
+#define CONV_KLOOP(H)                                                                                        \
+    for (int64_t t = 0; t < taps; t++, ind += rows) {                                                        \
         ROWS6(LOADP)                                                                                         \
         int64_t k = 0;                                                                                       \
         for (; k + 8 <= kc; k += 8, bp += 128) {                                                             \
             _mm_prefetch(pf, _MM_HINT_T1);                                                                   \
             pf = pf < pf_last ? pf + 64 : pf;                                                                \
-            KSTEP8(FMA)                                                                                      \
+            KSTEP(0, H) KSTEP(1, H) KSTEP(2, H) KSTEP(3, H) KSTEP(4, H) KSTEP(5, H) KSTEP(6, H) KSTEP(7, H)  \
         }                                                                                                    \
-        for (; k < kc; k++, bp += 16) {                                                                      \
-            __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);                                   \
-            (void)b1;                                                                                        \
-            ROWS6(FMA)                                                                                       \
-        }                                                                                                    \
+        for (; k < kc; k++, bp += 16)                                                                        \
+            KSTEP(0, H)                                                                                      \
     }
 
-/* One 16-column panel of the conv kernel: columns [col, col + nc) of the
- * caller's block (nc <= 16), weights b (the panel), prefetch range [pf,
- * pf_last]. */
-static inline __attribute__((always_inline)) void conv_panel(int64_t mr, int64_t nc, int64_t taps, int64_t kc,
+/* One 16-column panel of the conv kernel on a tile of `rows` rows (6 or 5,
+ * a constant at each call: the rows past it are compiled out), the first mr
+ * of them stored: columns [col, col + nc) of the caller's block (nc <= 16),
+ * weights b (the panel), prefetch range [pf, pf_last]. */
+static inline __attribute__((always_inline)) void conv_panel(const int rows, int64_t mr, int64_t nc,
+                                                             int64_t taps, int64_t kc,
                                                              const float *const *ind, const float *b,
                                                              float *c, int64_t ldc, const TcrtKernEpi *epi,
                                                              int64_t col, const char *pf, const char *pf_last)
 {
+    mr = mr < rows ? mr : rows; /* rows past the tile's are never stored */
     const __m256i m[2] = {lane_mask(nc), lane_mask(nc - 8)};
     /* a partial K block stores raw sums.  The bias is added at the store,
      * after the sum, as the graph's separate BiasAdd does: starting the
@@ -204,20 +235,11 @@ static inline __attribute__((always_inline)) void conv_panel(int64_t mr, int64_t
 #undef LOADC
     }
     const float *bp = b;
-#define LOADP(r) const float *a##r = ind[r];
-#define FMA2(r)                                                                                              \
-    {                                                                                                        \
-        __m256 av = _mm256_broadcast_ss(a##r + k);                                                           \
-        c##r##l = _mm256_fmadd_ps(av, b0, c##r##l);                                                          \
-        c##r##h = _mm256_fmadd_ps(av, b1, c##r##h);                                                          \
-    }
-#define FMA1(r) c##r##l = _mm256_fmadd_ps(_mm256_broadcast_ss(a##r + k), b0, c##r##l);
+#define LOADP(r) const float *a##r = ind[r < rows ? r : 0];
     if (nc > 8)
-        CONV_KLOOP(FMA2)
+        CONV_KLOOP(2)
     else
-        CONV_KLOOP(FMA1)
-#undef FMA1
-#undef FMA2
+        CONV_KLOOP(1)
 #undef LOADP
     STORE_ALL(act)
 }
@@ -227,8 +249,9 @@ static inline __attribute__((always_inline)) void conv_panel(int64_t mr, int64_t
  * (TCRT_AVX2_CONV_NR columns, or all of them tile-major) instead of one
  * per panel (measured, 1x1 16 -> 96 at 16x16: the per-call setup and
  * epilogue were a third of the time). */
-void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
-                       const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
+static inline __attribute__((always_inline)) void
+conv_kernel(const int rows, int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+            const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
 {
     int64_t panels = (nc + 15) / 16;
     /* the prefetch stream (TcrtKernEpi.pf: the weights the next calls read),
@@ -244,9 +267,21 @@ void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const f
             pf = epi->pf + q * share;
             pf_last = pf + (n - 1) / 64 * 64;
         }
-        conv_panel(mr, nc - q * 16 < 16 ? nc - q * 16 : 16, taps, kc, ind, b + q * pstride, c + q * 16, ldc,
-                   epi, q * 16, pf, pf_last);
+        conv_panel(rows, mr, nc - q * 16 < 16 ? nc - q * 16 : 16, taps, kc, ind, b + q * pstride, c + q * 16,
+                   ldc, epi, q * 16, pf, pf_last);
     }
+}
+
+void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                       const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
+{
+    conv_kernel(TCRT_AVX2_MR, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
+}
+
+void tcrt_ukernel_avx2_r5(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                          const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
+{
+    conv_kernel(TCRT_AVX2_R5_MR, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
 }
 
 void tcrt_gemm_avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,

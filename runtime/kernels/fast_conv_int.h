@@ -83,6 +83,7 @@ typedef void (*tcrt_gemm_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a,
 #define TCRT_AVX2_MR 6
 #define TCRT_AVX2_NR 16
 #define TCRT_AVX2_CONV_NR 64
+#define TCRT_AVX2_R5_MR 5
 #define TCRT_AVX512_MR 6
 #define TCRT_AVX512_NR 64
 #define TCRT_AVX512_R7_MR 7
@@ -91,6 +92,10 @@ typedef void (*tcrt_gemm_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a,
 
 void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                        const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
+/* 5 x 16, otherwise the same (fast_conv.c conv_kernel and tcrt_pconv_rows
+ * pick it where 5-row tiles waste fewer rows). */
+void tcrt_ukernel_avx2_r5(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                          const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
 void tcrt_ukernel_avx512(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                          const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi);
 /* 7 x 48 (fast_conv.c conv_kernel picks it where 7-row tiles waste fewer

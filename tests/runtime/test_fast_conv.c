@@ -402,14 +402,17 @@ START_TEST(conv_residual_in_place)
 }
 END_TEST
 
-/* The AVX-512 7 x 48 kernel, which the packed direct conv takes where
- * 7-row tiles waste fewer rows (tcrt_conv_tile_rows): each column count of
- * its last block (16, 32, 48 and remainders of 4 and 8), last tiles of 4
- * and 6 rows, tiles across images, tile-major and Cout-block-major orders
- * with the taps split, merged kernel rows of a 3-channel 7x7 stride-2 conv
- * (patch mode), bias, residual (also in place) and each activation; every
- * ISA runs them (the others on their own tiles).  The rule itself: 7x7 and
- * 5x5 maps take 7 rows, 56x56 and 14x14 keep 6. */
+/* The AVX-512 7 x 48 kernel and the AVX2 5 x 16 one, which the packed
+ * direct conv takes where 7-row (5-row) tiles waste fewer rows than 6-row
+ * ones (tcrt_conv_tile_rows): each column count of the last block (16, 32,
+ * 48 and remainders of 4 and 8), last tiles of 4 and 6 rows (7 x 48), of 3
+ * and 4 (5 x 16), tiles across images, tile-major and Cout-block-major
+ * orders with the taps split, merged kernel rows of a 3-channel 7x7
+ * stride-2 conv (patch mode), bias, residual (also in place) and each
+ * activation; every ISA runs them (the portable one on its own tiles).
+ * The rule itself: on AVX-512, 7x7 and 5x5 maps take 7 rows; on AVX2, 7x7
+ * (49 pixels: 10 tiles of 5 instead of 9 of 6, 54 rows) and 5x5 take 5;
+ * 56x56 and 14x14 keep 6 on both. */
 START_TEST(conv_seven_rows)
 {
     static const struct {
@@ -439,6 +442,15 @@ START_TEST(conv_seven_rows)
         int prev = tcrt_kern_force_isa(TCRT_ISA_AVX512);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             ck_assert_int_eq(tcrt_conv_tile_rows(cases[i].pixels), 7);
+        for (size_t i = 0; i < sizeof six / sizeof six[0]; i++)
+            ck_assert_int_eq(tcrt_conv_tile_rows(six[i]), 6);
+        tcrt_kern_force_isa(prev);
+    }
+    if (tcrt_kern_isa_supported(TCRT_ISA_AVX2)) {
+        static const int64_t five[] = {49, 25, 13, 10};
+        int prev = tcrt_kern_force_isa(TCRT_ISA_AVX2);
+        for (size_t i = 0; i < sizeof five / sizeof five[0]; i++)
+            ck_assert_int_eq(tcrt_conv_tile_rows(five[i]), 5);
         for (size_t i = 0; i < sizeof six / sizeof six[0]; i++)
             ck_assert_int_eq(tcrt_conv_tile_rows(six[i]), 6);
         tcrt_kern_force_isa(prev);
