@@ -145,7 +145,8 @@ void tcrt_wino_output_avx512(const TcrtWino *w, int64_t t0, int64_t nt, int64_t 
                              const float *M);
 
 /* Rows per tile of the packed direct conv over pixels output pixels on the
- * current ISA (7 where tcrt_ukernel_avx512_r7 is taken); for tests. */
+ * current ISA (7 where tcrt_ukernel_avx512_r7 is taken, 5 where
+ * tcrt_ukernel_avx2_r5 is); for tests. */
 int64_t tcrt_conv_tile_rows(int64_t pixels);
 
 /* tcrt_kern_isa and the TCRT_ISA_* levels: tcrt_kernels.h. */
