@@ -250,6 +250,20 @@ static Kern pick_kernel(int isa)
     return k;
 }
 
+static int64_t div_up(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX2
+/* Whether tiles of r rows compute at least 3% fewer rows over pixels than
+ * tiles of 6 (conv_kernel's rule for its 5- and 7-row kernels). */
+static bool fewer_rows(int64_t pixels, int64_t r)
+{
+    return div_up(pixels, r) * r * 100 <= div_up(pixels, 6) * 6 * 97;
+}
+#endif
+
 /* The direct conv's kernel for pixels output pixels: on AVX-512, the 7 x 48
  * tile where 7-row tiles compute at least 3% fewer rows than 6-row ones (a
  * 7x7 map: 49 rows in 7 tiles instead of 54 in 9, the last with one pixel),
@@ -266,11 +280,11 @@ static Kern conv_kernel(int isa, int64_t pixels)
 {
     Kern k = pick_kernel(isa);
 #if TCRT_ISA_MAX >= TCRT_ISA_AVX2
-    if (isa == TCRT_ISA_AVX2 && (pixels + 4) / 5 * 5 * 100 <= (pixels + 5) / 6 * 6 * 97)
+    if (isa == TCRT_ISA_AVX2 && fewer_rows(pixels, TCRT_AVX2_R5_MR))
         k = (Kern){tcrt_ukernel_avx2_r5, TCRT_AVX2_R5_MR, TCRT_AVX2_CONV_NR, true};
 #endif
 #if TCRT_ISA_MAX >= TCRT_ISA_AVX512
-    if (isa == TCRT_ISA_AVX512 && (pixels + 6) / 7 * 7 * 100 <= (pixels + 5) / 6 * 6 * 97)
+    if (isa == TCRT_ISA_AVX512 && fewer_rows(pixels, TCRT_AVX512_R7_MR))
         k = (Kern){tcrt_ukernel_avx512_r7, TCRT_AVX512_R7_MR, TCRT_AVX512_R7_NR, false};
 #endif
     (void)pixels;
@@ -280,11 +294,6 @@ static Kern conv_kernel(int isa, int64_t pixels)
 int64_t tcrt_conv_tile_rows(int64_t pixels)
 {
     return conv_kernel(tcrt_kern_isa(), pixels).mr;
-}
-
-static int64_t div_up(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
 }
 
 /* n split into the fewest near-equal blocks of at most cap. */

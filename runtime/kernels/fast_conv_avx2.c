@@ -250,8 +250,8 @@ static inline __attribute__((always_inline)) void conv_panel(const int rows, int
  * per panel (measured, 1x1 16 -> 96 at 16x16: the per-call setup and
  * epilogue were a third of the time). */
 static inline __attribute__((always_inline)) void
-conv_kernel(const int rows, int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
-            const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
+conv_rows_kernel(const int rows, int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
+                 const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
 {
     int64_t panels = (nc + 15) / 16;
     /* the prefetch stream (TcrtKernEpi.pf: the weights the next calls read),
@@ -275,13 +275,13 @@ conv_kernel(const int rows, int64_t mr, int64_t nc, int64_t taps, int64_t kc, co
 void tcrt_ukernel_avx2(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                        const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
 {
-    conv_kernel(TCRT_AVX2_MR, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
+    conv_rows_kernel(TCRT_AVX2_MR, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
 }
 
 void tcrt_ukernel_avx2_r5(int64_t mr, int64_t nc, int64_t taps, int64_t kc, const float *const *ind,
                           const float *b, int64_t pstride, float *c, int64_t ldc, const TcrtKernEpi *epi)
 {
-    conv_kernel(TCRT_AVX2_R5_MR, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
+    conv_rows_kernel(TCRT_AVX2_R5_MR, mr, nc, taps, kc, ind, b, pstride, c, ldc, epi);
 }
 
 void tcrt_gemm_avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
