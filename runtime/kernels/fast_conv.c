@@ -493,6 +493,10 @@ size_t tcrt_pconv_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor *
 typedef struct ConvJob {
     const PConv *g;
     Kern k;
+    /* tiles [t5a, t5b) run k5, a kernel of fewer rows (mixed_tiles; t5a ==
+     * t5b: none); tile t starts at pixel tile_p0 */
+    Kern k5;
+    int64_t t5a, t5b;
     const float *zero;
     const float **ind; /* per thread: k.mr * taps pointers, ind_stride apart */
     int64_t ind_stride;
@@ -573,6 +577,19 @@ static void pix_advance(const PConv *g, Pix *q, int64_t d)
     }
 }
 
+/* Tile t's kernel and first pixel: the tiles before t5a and from t5b on
+ * have k.mr rows, those between k5.mr. */
+static inline const Kern *tile_kern(const ConvJob *j, int64_t t)
+{
+    return t >= j->t5a && t < j->t5b ? &j->k5 : &j->k;
+}
+
+static inline int64_t tile_p0(const ConvJob *j, int64_t t)
+{
+    int64_t fewer = t <= j->t5a ? 0 : (t < j->t5b ? t : j->t5b) - j->t5a; /* k5 tiles before t */
+    return t * j->k.mr - fewer * (j->k.mr - j->k5.mr);
+}
+
 /* Merged-row pointers (as conv_pointers' rows form) for a tile that is not
  * all inside the image, in patch mode: ind[(kh-kh0)*mr + r] is the input
  * row's KW*C values where the window row lies inside, the zero row where
@@ -580,11 +597,11 @@ static void pix_advance(const PConv *g, Pix *q, int64_t d)
  * in the thread's patch.  (Per-tap pointers ran such tiles as 9 or 49 taps
  * of 3 values: the stem convs' first column and the tiles straddling two
  * output rows were a sixth of their time.) */
-static void conv_patch_pointers(const ConvJob *j, Pix q, int64_t mr_eff, int64_t kh0, int64_t kh1,
+static void conv_patch_pointers(const ConvJob *j, Pix q, int64_t mr, int64_t mr_eff, int64_t kh0, int64_t kh1,
                                 float *patch, const float **ind)
 {
     const PConv *g = j->g;
-    int64_t mr = j->k.mr, slot = round16(g->KW * g->C);
+    int64_t slot = round16(g->KW * g->C);
     for (int64_t r = 0; r < mr; r++) {
         if (r > 0 && r < mr_eff) /* rows past the last repeat it */
             pix_advance(g, &q, 1);
@@ -626,11 +643,11 @@ static void conv_patch_pointers(const ConvJob *j, Pix q, int64_t mr_eff, int64_t
 /* A conv pair's tile pointers (taps [tp0, tp1) of kc values: the first
  * C/kc at the pixel's x vector, the rest at its x2 vector, read at stride
  * s2), laid out as conv_pointers' per-tap form. */
-static void pair_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int64_t tp0, int64_t tp1,
-                          const float **ind)
+static void pair_pointers(const ConvJob *j, const Pix *pat, int64_t mr, int64_t mr_eff, int64_t tp0,
+                          int64_t tp1, const float **ind)
 {
     const PConv *g = j->g;
-    int64_t mr = j->k.mr, kc = g->kc, tx = g->C / kc;
+    int64_t kc = g->kc, tx = g->C / kc;
     Pix q = *pat;
     for (int64_t r = 0; r < mr; r++) {
         if (r > 0 && r < mr_eff) /* rows past the last repeat it */
@@ -652,8 +669,8 @@ static void pair_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int6
  * then runs (tp1-tp0)/KW taps of KW*C values each, the same values in the
  * same (kh, kw, c) order as the panel's rows, without per-tap pointer
  * loads (a conv with Cin 3 had 3 values per tap). */
-static void pair_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int64_t tp0, int64_t tp1,
-                          const float **ind);
+static void pair_pointers(const ConvJob *j, const Pix *pat, int64_t mr, int64_t mr_eff, int64_t tp0,
+                          int64_t tp1, const float **ind);
 
 /* One tap's (or merged kernel row's) mr row pointers: p + roff[r]. */
 static inline void tap_rows(const float **dst, const float *p, const int64_t *roff, int64_t mr)
@@ -669,11 +686,11 @@ static inline void tap_rows(const float **dst, const float *p, const int64_t *ro
             dst[r] = p + roff[r];
 }
 
-static bool conv_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int64_t tp0, int64_t tp1,
-                          float *patch, const float **ind)
+static bool conv_pointers(const ConvJob *j, const Pix *pat, int64_t mr, int64_t mr_eff, int64_t tp0,
+                          int64_t tp1, float *patch, const float **ind)
 {
     if (j->g->s2) {
-        pair_pointers(j, pat, mr_eff, tp0, tp1, ind);
+        pair_pointers(j, pat, mr, mr_eff, tp0, tp1, ind);
         return false;
     }
     /* by pointer: passed by value, the struct was copied to the stack
@@ -682,7 +699,6 @@ static bool conv_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int6
      * on that one instruction, 0.0453 -> 0.0442 ms without it) */
     const Pix at = *pat;
     const PConv *g = j->g;
-    int64_t mr = j->k.mr;
     if (j->flat) {
         /* a 1x1, stride-1, unpadded conv: output pixel p reads input pixel
          * p, across rows and images (no window, no bounds); the general
@@ -723,7 +739,7 @@ static bool conv_pointers(const ConvJob *j, const Pix *pat, int64_t mr_eff, int6
         }
     }
     if (patch && tp0 % g->KW == 0 && tp1 % g->KW == 0) {
-        conv_patch_pointers(j, at, mr_eff, kh0, kh1, patch, ind);
+        conv_patch_pointers(j, at, mr, mr_eff, kh0, kh1, patch, ind);
         return true;
     }
     for (int64_t r = 0; r < mr; r++) {
@@ -766,7 +782,8 @@ static void conv_tile(const ConvJob *j, int64_t t, int64_t cb, int64_t tp0, int6
 {
     const PConv *g = j->g;
     int64_t col0 = cb * j->k.nr, nc = g->O - col0 < j->k.nr ? g->O - col0 : j->k.nr;
-    int64_t p0 = t * j->k.mr, mr = j->pixels - p0 < j->k.mr ? j->pixels - p0 : j->k.mr;
+    const Kern *k = tile_kern(j, t);
+    int64_t p0 = tile_p0(j, t), mr = j->pixels - p0 < k->mr ? j->pixels - p0 : k->mr;
     TcrtKernEpi e = {g->bias ? g->bias + col0 : NULL,
                      g->res ? g->res + p0 * g->O + col0 : NULL,
                      g->O,
@@ -779,7 +796,7 @@ static void conv_tile(const ConvJob *j, int64_t t, int64_t cb, int64_t tp0, int6
     const float *b = g->w + (col0 / TCRT_PACK_NR) * j->pstride + tp0 * g->kc * TCRT_PACK_NR;
     /* rows: conv_pointers merged the taps of each kernel row */
     int64_t taps = rows ? (tp1 - tp0) / g->KW : tp1 - tp0, kc = rows ? g->KW * g->C : g->kc;
-    j->k.fn(mr, nc, taps, kc, ind, b, j->pstride, g->y + p0 * g->O + col0, g->O, &e);
+    k->fn(mr, nc, taps, kc, ind, b, j->pstride, g->y + p0 * g->O + col0, g->O, &e);
 }
 
 /* A prefetch stream spread over the tiles of a run: np parts of part bytes,
@@ -821,7 +838,8 @@ static const char *pf_next(PfShare *s, int64_t *n)
 
 static int64_t tile_rows(const ConvJob *j, int64_t t)
 {
-    return j->pixels - t * j->k.mr < j->k.mr ? j->pixels - t * j->k.mr : j->k.mr;
+    int64_t p0 = tile_p0(j, t), mr = tile_kern(j, t)->mr;
+    return j->pixels - p0 < mr ? j->pixels - p0 : mr;
 }
 
 /* Tile-major task (weights that fit L2): a chunk of tiles, each meeting
@@ -833,21 +851,21 @@ static void conv_task_tiles(void *ctx, int64_t task, int tid)
             t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
     const float **ind = j->ind + (int64_t)tid * j->ind_stride;
     float *patch = j->patch ? j->patch + (int64_t)tid * patch_floats(j->g) : NULL;
-    Pix at = pix_at(j->g, t0 * j->k.mr);
+    Pix at = pix_at(j->g, tile_p0(j, t0));
     PfShare nx = pf_share(j->nx_w, 0, j->nx_pstride, j->nx_np, j->nx_part, j->tiles, t0);
-    for (int64_t t = t0; t < t1; t++, pix_advance(j->g, &at, j->k.mr)) {
+    for (int64_t t = t0; t < t1; pix_advance(j->g, &at, tile_kern(j, t)->mr), t++) {
         /* the next tile's residual rows (the output's buffer when the
          * memory plan put it there), fetched for writing while this tile
          * runs: measured, 1 thread, caches flushed by reading 600 MB, 1x1
          * 64 -> 256 at 56x56 with the residual in place 1.09-1.10 ->
          * 1.00-1.01 ms (min of 20), 128 -> 512 at 28x28 0.87-0.90 -> 0.83-0.88 */
         if (j->g->res && t + 1 < j->tiles) {
-            const char *r = (const char *)(j->g->res + (t + 1) * j->k.mr * j->g->O);
+            const char *r = (const char *)(j->g->res + tile_p0(j, t + 1) * j->g->O);
             int64_t nb = tile_rows(j, t + 1) * j->g->O * (int64_t)sizeof(float);
             for (int64_t o = 0; o < nb; o += 64)
                 __builtin_prefetch(r + o, 1, 2);
         }
-        bool rows = conv_pointers(j, &at, tile_rows(j, t), 0, j->taps, patch, ind);
+        bool rows = conv_pointers(j, &at, tile_kern(j, t)->mr, tile_rows(j, t), 0, j->taps, patch, ind);
         int64_t pfn;
         const char *pf = pf_next(&nx, &pfn); /* tile t's share of the next conv's start */
         for (int64_t cb = 0; cb < j->cblocks; cb++)
@@ -872,9 +890,9 @@ static inline __attribute__((always_inline)) void prefetch_block_rows(const Conv
     int64_t col0 = cb * j->k.nr, nc = g->O - col0 < j->k.nr ? g->O - col0 : j->k.nr;
     int64_t rows = tile_rows(j, t), bytes = nc * (int64_t)sizeof(float);
     for (int64_t r = 0; r < rows; r++) {
-        const char *y = (const char *)(g->y + (t * j->k.mr + r) * g->O + col0);
+        const char *y = (const char *)(g->y + (tile_p0(j, t) + r) * g->O + col0);
         const char *res =
-            g->res && g->res != g->y ? (const char *)(g->res + (t * j->k.mr + r) * g->O + col0) : NULL;
+            g->res && g->res != g->y ? (const char *)(g->res + (tile_p0(j, t) + r) * g->O + col0) : NULL;
         for (int64_t o = 0; o < bytes; o += 64) {
             __builtin_prefetch(y + o, 1, 2);
             if (res)
@@ -899,7 +917,7 @@ static void conv_task(void *ctx, int64_t task, int tid)
     float *patch = j->patch ? j->patch + (int64_t)tid * patch_floats(j->g) : NULL;
     int64_t all = div_up(j->g->O, TCRT_PACK_NR), panels = j->k.nr / TCRT_PACK_NR;
     int64_t tap_bytes = j->g->kc * TCRT_PACK_NR * (int64_t)sizeof(float);
-    const Pix first = pix_at(j->g, t0 * j->k.mr); /* the chunk's first pixel, for every tap group */
+    const Pix first = pix_at(j->g, tile_p0(j, t0)); /* the chunk's first pixel, for every tap group */
     for (int64_t tp0 = 0; tp0 < j->taps; tp0 += j->tap_block) {
         int64_t tp1 = tp0 + j->tap_block < j->taps ? tp0 + j->tap_block : j->taps;
         /* the next part: the next tap group of this block, or the first of
@@ -916,10 +934,10 @@ static void conv_task(void *ctx, int64_t task, int tid)
                              /* none of its own left: the next conv's start */
                              : pf_share(j->nx_w, 0, j->nx_pstride, j->nx_np, j->nx_part, j->tiles, t0);
         Pix at = first;
-        for (int64_t t = t0; t < t1; t++, pix_advance(j->g, &at, j->k.mr)) {
+        for (int64_t t = t0; t < t1; pix_advance(j->g, &at, tile_kern(j, t)->mr), t++) {
             if (tp1 == j->taps && t + 1 < j->tiles)
                 prefetch_block_rows(j, t + 1, cb);
-            bool rows = conv_pointers(j, &at, tile_rows(j, t), tp0, tp1, patch, ind);
+            bool rows = conv_pointers(j, &at, tile_kern(j, t)->mr, tile_rows(j, t), tp0, tp1, patch, ind);
             int64_t n;
             const char *pf = pf_next(&pfs, &n);
             conv_tile(j, t, cb, tp0, tp1, ind, rows, pf, n);
@@ -1811,6 +1829,65 @@ void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const
     }
 }
 
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX2
+/* The run's time in multiply-adds (per_row: a tile row's, over all of a
+ * task's Cout blocks) on 2 threads that take j's tasks from both ends of
+ * the task list, as the pool hands them out (tcrt_pool.h), each a task's
+ * TASK_COST_MACS besides its rows (dead rows of a last tile count: the
+ * kernel computes them). */
+static int64_t two_end_span(const ConvJob *j, bool tile_major, int64_t per_row)
+{
+    int64_t n = tile_major ? j->chunks : j->cblocks * j->chunks, lo = 0, hi = n - 1, a = 0, b = 0;
+    while (lo <= hi) {
+        bool front = a <= b;
+        int64_t ch = (front ? lo++ : hi--) % j->chunks, t0 = ch * j->tiles_per_chunk;
+        int64_t t1 = t0 + j->tiles_per_chunk < j->tiles ? t0 + j->tiles_per_chunk : j->tiles;
+        int64_t c = (tile_p0(j, t1) - tile_p0(j, t0)) * per_row + TASK_COST_MACS;
+        *(front ? &a : &b) += c;
+    }
+    return a > b ? a : b;
+}
+
+#endif
+
+/* Two threads, the AVX2 6 x 16 kernel, one task list of tile chunks
+ * (tile-major, or a single Cout block): where the 6-row tiles do not split
+ * evenly between the threads (a 14x14 map is 33 tiles: with chunks of 3,
+ * one thread ran 18 tiles and the other 15, the last with 4 live rows),
+ * some tiles take the 5-row kernel (tcrt_ukernel_avx2_r5, the same FMA
+ * cycles per row) so that each thread's part holds half the pixels: with T
+ * tiles in chunks of the size chunk_tiles chose, the thread taking chunks
+ * from the front gets the first s tiles (half the chunks, rounded up), a
+ * 6-row tiles and s - a 5-row ones making half the pixels, the other
+ * thread the rest likewise, so the 5-row tiles are one run in the middle
+ * (196 pixels: 35 tiles, s = 18, 8 x 6 + 10 x 5 and 4 x 5 + 13 x 6).  T
+ * from the 6-row count up, the first that allows it; taken when
+ * two_end_span finds the run at least 1% shorter.  per_row: the
+ * multiply-adds of a tile row over a task's Cout blocks. */
+static void mixed_tiles(ConvJob *j, bool tile_major, int64_t per_row)
+{
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX2
+    if (team() != 2 || j->k.fn != tcrt_ukernel_avx2 || (!tile_major && j->cblocks != 1))
+        return;
+    const int64_t P = j->pixels, front = P - P / 2, back = P / 2, tpc = j->tiles_per_chunk;
+    for (int64_t T = j->tiles; T <= j->tiles + 3; T++) {
+        int64_t s = div_up(div_up(T, tpc), 2) * tpc;
+        s = s < T ? s : T;
+        int64_t a = front - 5 * s, b = back - 5 * (T - s); /* 6-row tiles of each part */
+        if (a < 0 || a > s || b < 0 || b > T - s)
+            continue;
+        ConvJob m = *j;
+        m.k5 = (Kern){tcrt_ukernel_avx2_r5, TCRT_AVX2_R5_MR, j->k.nr, j->k.wide};
+        m.t5a = a, m.t5b = T - b, m.tiles = T, m.chunks = div_up(T, tpc);
+        if (two_end_span(&m, tile_major, per_row) * 100 < two_end_span(j, tile_major, per_row) * 99)
+            *j = m;
+        return;
+    }
+#else
+    (void)j, (void)tile_major, (void)per_row;
+#endif
+}
+
 tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
     if (p && p->i[TCRT_CONV_PACKED] == TCRT_CONV_PACK_DWBLOCK)
@@ -1839,6 +1916,7 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
     ConvJob j;
     j.g = &g;
     j.k = conv_kernel(tcrt_kern_isa(), g.N * g.OH * g.OW);
+    j.k5 = j.k, j.t5a = j.t5b = 0;
     j.zero = zero;
     j.ind = (const float **)(base + zero_floats(&g) * sizeof(float));
     j.taps = g.taps;
@@ -1891,6 +1969,8 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
      * blocks enough to go round (WHOLE_BLOCK_ROUNDS per thread) */
     if (!tile_major && j.tap_block < j.taps && j.cblocks >= WHOLE_BLOCK_ROUNDS * team())
         j.tiles_per_chunk = j.tiles, j.chunks = 1;
+    else
+        mixed_tiles(&j, tile_major, macs / j.k.mr * (tile_major ? j.cblocks : 1));
     const NextConv *nx = next_conv_of(g.w, j.pstride, div_up(g.O, TCRT_PACK_NR));
     j.nx_w = nx ? nx->next : NULL;
     j.nx_np = nx ? (nx->next_panels < NEXT_PANELS ? nx->next_panels : NEXT_PANELS) : 0;

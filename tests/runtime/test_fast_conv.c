@@ -262,6 +262,13 @@ START_TEST(conv_cases)
          {1, 7, 7, 384, 3, 3, 320, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_RELU6}},
         /* tile-major (weights under 1 MB) with several Cout blocks and many tiles */
         {"tile major", {2, 9, 10, 40, 3, 3, 200, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}},
+        /* 2 threads on AVX2: 6- and 5-row tiles mixed (fast_conv.c
+         * mixed_tiles; 196 pixels as 26 x 6 + 8 x 5), tile-major (1x1, 3x3
+         * padded: per-tap and merged-row pointers) and Cout-block-major */
+        {"mixed tiles 1x1", {1, 14, 14, 96, 1, 1, 144, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU6}},
+        {"mixed tiles 3x3", {1, 14, 14, 24, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
+        {"mixed tiles blocks",
+         {1, 14, 14, 192, 3, 3, 160, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_NONE}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_conv_all(&cases[i].c, cases[i].name);
