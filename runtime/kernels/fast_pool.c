@@ -452,7 +452,7 @@ typedef struct DwBlock {
     bool expand, project;
     float *ws;                         /* per thread tid: ring then row buffer, at ws + tid * stride */
     int64_t ring_floats, slot, stride; /* floats; stride: tcrt_ws_slot_stride */
-    int64_t bands, per_band;
+    int64_t bands, per_band, more_front, more_back; /* band_start */
 } DwBlock;
 
 static int64_t round16f(int64_t n)
@@ -540,6 +540,18 @@ size_t tcrt_dwblock_workspace(const tcrt_tensor *in, int n_in, const tcrt_tensor
     return dwblock_geom(in, n_in, out, p, &b) ? dwblock_ws_bytes(&b) : 0;
 }
 
+/* The first output row of band i: bands of per_band rows, one more in the
+ * first more_front and the last more_back bands (the remainder spread from
+ * both ends: two threads take bands from both ends of the list, tcrt_pool.h,
+ * so each meets as many longer bands; 28 rows in 6 bands are 5 5 4 4 5 5,
+ * where bands of 5 with a last one of 3 gave one thread 15 rows and the
+ * other 13). */
+static int64_t band_start(const DwBlock *b, int64_t i)
+{
+    int64_t back0 = b->bands - b->more_back;
+    return i * b->per_band + (i < b->more_front ? i : b->more_front) + (i > back0 ? i - back0 : 0);
+}
+
 static void dwblock_task(void *ctx, int64_t task, int tid)
 {
     const DwBlock *b = ctx;
@@ -548,8 +560,9 @@ static void dwblock_task(void *ctx, int64_t task, int tid)
     d.ring = b->expand ? ring : NULL;
     if (b->project)
         d.y = row;
-    int64_t n = task / b->bands, oh0 = task % b->bands * b->per_band;
-    int64_t oh1 = oh0 + b->per_band < d.OH ? oh0 + b->per_band : d.OH, made = -1;
+    int64_t n = task / b->bands, oh0 = band_start(b, task % b->bands),
+            oh1 = band_start(b, task % b->bands + 1);
+    int64_t made = -1;
     for (int64_t oh = oh0; oh < oh1; oh++) {
         int64_t base = oh * d.sh - d.pt, k0 = 0, k1 = d.KH;
         while (k0 < k1 && base + k0 * d.dh < 0)
@@ -601,8 +614,9 @@ tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
         b.bands = most < slots ? slots : most < b.bands ? most : b.bands;
     }
     b.bands = b.bands > b.d.OH ? b.d.OH : b.bands;
-    b.per_band = (b.d.OH + b.bands - 1) / b.bands;
-    b.bands = (b.d.OH + b.per_band - 1) / b.per_band;
+    b.per_band = b.d.OH / b.bands;
+    int64_t rem = b.d.OH - b.per_band * b.bands;
+    b.more_front = (rem + 1) / 2, b.more_back = rem / 2;
     tcrt_parallel_tasks_max(b.d.N * b.bands, (int)slots, dwblock_task, &b);
     return TCRT_OK;
 }
