@@ -730,9 +730,13 @@ START_TEST(conv_dwblock)
         {"expand + project s2",
          {1, 11, 16, 24, 72, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, EP, R6, R6, 40, NONE, false}},
         /* tall enough for several bands per thread at 2 threads (4 at stride 2,
-         * 4 at stride 1), each band making its first window's rows again */
+         * 4 at stride 1): a band that continues the thread's previous one
+         * starts from the rows in its ring, the thread taking bands from the
+         * back going down each band (fast_pool.c ring_fill); two images */
         {"expand + project s2, many bands",
          {1, 40, 9, 16, 48, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, EP, R6, R6, 24, NONE, false}},
+        {"expand + project s2, many bands, N=2",
+         {2, 40, 9, 16, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, EP, R6, R6, 24, NONE, false}},
         {"expand + project s1 residual, many bands",
          {1, 70, 7, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, EP, R6, R6, 8, NONE, true}},
     };
