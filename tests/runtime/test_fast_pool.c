@@ -407,11 +407,38 @@ START_TEST(fast_dw_act_nan)
 }
 END_TEST
 
+/* Few rows per task at 2 and 3 threads (7x7, 14x14, 28x28 maps: tasks of
+ * rows differing by one at most); channel counts with no tail, an 8-lane
+ * tail and a 6-lane one; strides 1 and 2. */
+START_TEST(fast_dw_few_rows)
+{
+    static const int64_t sizes[] = {7, 14, 28};
+    static const int64_t cs[] = {960, 200, 150, 44}; /* tails: none, 8 lanes, 6 lanes; 44: serial at 7x7 */
+    int isas[3], n_isa = isa_list(isas), i = 0;
+    for (int k = 0; k < n_isa; k++) {
+        tcrt_kern_force_isa(isas[k]);
+        for (int threads = 2; threads <= 3; threads++)
+            for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+                for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
+                    for (int64_t s = 1; s <= 2; s++, i++) {
+                        int64_t h = sizes[si] * s;
+                        DwCase dc = {1, h, h, cs[ci], 1, 3, s, 1, 1, 1, 1, 1, true, i % 3 == 0, i % 4};
+                        check_dw(&dc, threads);
+                    }
+    }
+    tcrt_kern_force_isa(-1);
+    tcrt_set_threads(1);
+}
+END_TEST
+
 /* Residual sharing the output buffer (the planner may reuse it in place). */
 START_TEST(fast_dw_residual_in_place)
 {
-    for (int64_t m = 1; m <= 2; m++) {
-        int64_t c = 17, o_ch = c * m, h = 9, w = 11, n_y = h * w * o_ch;
+    /* 17 channels: one task; 150 at 7x7 on 2 threads: a task per row */
+    for (int64_t m = 1; m <= 3; m++) {
+        int64_t c = m == 3 ? 150 : 17, o_ch = m == 3 ? c : c * m, h = m == 3 ? 7 : 9, w = m == 3 ? 7 : 11,
+                n_y = h * w * o_ch;
+        tcrt_set_threads(m == 3 ? 2 : 1);
         float *x = rand_buf(h * w * c), *wt = rand_buf(9 * o_ch), *b = rand_buf(o_ch), *r = rand_buf(n_y);
         float *buf = malloc((size_t)n_y * 4), *yr = malloc((size_t)n_y * 4);
         memcpy(buf, r, (size_t)n_y * 4);
@@ -420,7 +447,7 @@ START_TEST(fast_dw_residual_in_place)
         p.i[TCRT_CONV_PT] = p.i[TCRT_CONV_PB] = p.i[TCRT_CONV_PL] = p.i[TCRT_CONV_PR] = 1;
         p.i[TCRT_CONV_DEPTHWISE] = 1;
         tcrt_tensor in[4] = {t4(x, 1, h, w, c),
-                             t4(wt, 3, 3, c, m),
+                             t4(wt, 3, 3, c, o_ch / c),
                              {.data = b, .dtype = TCRT_F32, .rank = 1, .dims = {o_ch}},
                              t4(buf, 1, h, w, o_ch)};
         tcrt_tensor o = t4(yr, 1, h, w, o_ch);
@@ -430,7 +457,7 @@ START_TEST(fast_dw_residual_in_place)
         int64_t i = 0;
         while (i < n_y && fabsf(buf[i] - (yr[i] + r[i])) <= 1e-4f * (1 + fabsf(yr[i] + r[i])))
             i++;
-        ck_assert_msg(i == n_y, "m%lld [%lld]", (long long)m, (long long)i);
+        ck_assert_msg(i == n_y, "case %lld (c %lld) [%lld]", (long long)m, (long long)c, (long long)i);
         free(x);
         free(wt);
         free(b);
@@ -438,6 +465,7 @@ START_TEST(fast_dw_residual_in_place)
         free(buf);
         free(yr);
     }
+    tcrt_set_threads(1);
 }
 END_TEST
 
@@ -448,6 +476,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, fast_pool_random);
     tcase_add_test(tc, fast_pool_edges);
+    tcase_add_test(tc, fast_dw_few_rows);
     tcase_add_test(tc, fast_pool_nan_and_f64);
     tcase_add_test(tc, fast_dw_random);
     tcase_add_test(tc, fast_dw_blocks);
