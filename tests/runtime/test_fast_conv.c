@@ -264,11 +264,15 @@ START_TEST(conv_cases)
         {"tile major", {2, 9, 10, 40, 3, 3, 200, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}},
         /* 2 threads on AVX2: 6- and 5-row tiles mixed (fast_conv.c
          * mixed_tiles; 196 pixels as 26 x 6 + 8 x 5), tile-major (1x1, 3x3
-         * padded: per-tap and merged-row pointers) and Cout-block-major */
+         * padded: per-tap and merged-row pointers) and Cout-block-major (one block) */
         {"mixed tiles 1x1", {1, 14, 14, 96, 1, 1, 144, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_RELU6}},
         {"mixed tiles 3x3", {1, 14, 14, 24, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU}},
-        {"mixed tiles blocks",
-         {1, 14, 14, 192, 3, 3, 160, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_NONE}},
+        {"mixed tiles one block",
+         {1, 14, 14, 256, 3, 3, 64, 1, 1, 1, 1, 1, 1, 1, 1, true, false, TCRT_ACT_NONE}},
+        /* Cout-block-major at 2 threads on AVX2: blocks of 48 and 80 columns
+         * (fast_conv.c: 64-wide ones would be 64 + 32, 64 + 64 + 32) */
+        {"blocks of 48", {1, 7, 7, 1024, 3, 3, 96, 1, 1, 1, 1, 1, 1, 1, 1, true, true, TCRT_ACT_RELU6}},
+        {"blocks of 80", {1, 7, 7, 960, 1, 1, 160, 1, 1, 1, 1, 0, 0, 0, 0, true, true, TCRT_ACT_NONE}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_conv_all(&cases[i].c, cases[i].name);
