@@ -318,8 +318,8 @@ START_TEST(conv_short_tiles)
 }
 END_TEST
 
-/* The stem loop (Cin <= 4, Cout a multiple of 8, KH*KW*Cin <= 100): four
- * interior pixels at a time (eight for a last half panel) and single
+/* The stem loop (Cin <= 4, Cout a multiple of 8, KH*KW*Cin <= 100): six,
+ * then four interior pixels at a time (eight for a last half panel) and single
  * border pixels, every Cin from 1 to 4, one to three panels, strides 1-3,
  * dilations (kernel rows taken tap by tap), asymmetric padding, rows
  * narrower than four pixels, N = 2, residual (with the bias: run_conv
