@@ -9,9 +9,9 @@
  * row compiled out): per k 2 loads, 5 broadcasts, 10 FMAs, the same FMA
  * cycles per row, for the pixel counts that 6-row tiles round up the most
  * (fast_conv.c conv_kernel, mixed_tiles, tcrt_pconv_rows).  A panel of
- * 16 live columns on every row of the tile, not loading C, with activation
- * none, relu or relu6 (nearly all of a model's) is one asm statement, k
- * loop and epilogue (asm_panel); the others (a partial tile, a K block
+ * 16 (or 8) live columns on every row of the tile, not loading C, with
+ * activation none, relu or relu6 (nearly all of a model's) is one asm
+ * statement, k loop and epilogue (asm_panel); the others (a partial tile, a K block
  * after the first, leaky relu) take the intrinsics path around the asm k
  * steps (KSTEP), which stores a partial row's nc columns through masks and
  * 4-, 2- and 1-lane stores.  The k loop is unrolled by 8 with one L2
@@ -225,7 +225,9 @@ static inline __attribute__((always_inline)) void store_row(__m256 lo, __m256 hi
  * so the results are bit for bit those of the C path.  Measured, 1 thread,
  * medians of 300: 1x1 16 -> 96 at 112x112 0.595 -> 0.568 ms, 24 -> 144 at
  * 56x56 0.282 -> 0.276, MobileNetV2's 112x112 16 -> 96 -> 24 block 0.875
- * -> 0.837; 1x1 convs with K 64 to 512 0-1% faster. */
+ * -> 0.837; 1x1 convs with K 64 to 512 0-1% faster.  The 8-column panel
+ * (AP_HALF: Cout 24, 40) then: 1x1 144 -> 24 at 56x56 0.287 -> 0.271 ms,
+ * 96 -> 24 0.197 -> 0.188, 192 -> 40 at 28x28 0.141 -> 0.137. */
 typedef struct AsmPanel {
     const float *const *ind; /*  0: row pointers, `rows` per tap */
     const float *b;          /*  8: the panel, [taps][kc][16] */
@@ -242,17 +244,18 @@ typedef struct AsmPanel {
     float six;               /* 96 */
 } AsmPanel;
 
-/* clang-format off: the asm text one instruction per line */
+/* The asm text one instruction per line: */
+/* clang-format off */
 #define AP_STR(x) #x
 /* k step u: B's row (16 floats), then per row the broadcast of a_r[k + u]
  * (row pointer ar, broadcast register bc) and one FMA per half (l, h) */
 #define AP_B(u)                                                                                              \
     "vmovups " AP_STR(u) "*64(%%rsi), %%ymm12\n\t"                                                           \
-                         "vmovups " AP_STR(u) "*64+32(%%rsi), %%ymm13\n\t"
+    "vmovups " AP_STR(u) "*64+32(%%rsi), %%ymm13\n\t"
 #define AP_R(u, ar, bc, l, h)                                                                                \
     "vbroadcastss " AP_STR(u) "*4(%%" ar ",%%rax,4), %%" bc "\n\t"                                           \
-                              "vfmadd231ps %%ymm12, %%" bc ", %%" l "\n\t"                                   \
-                              "vfmadd231ps %%ymm13, %%" bc ", %%" h "\n\t"
+    "vfmadd231ps %%ymm12, %%" bc ", %%" l "\n\t"                                                             \
+    "vfmadd231ps %%ymm13, %%" bc ", %%" h "\n\t"
 #define AP_STEP5(u)                                                                                          \
     AP_B(u)                                                                                                  \
     AP_R(u, "r8", "ymm14", "ymm0", "ymm1")                                                                   \
@@ -261,86 +264,129 @@ typedef struct AsmPanel {
     AP_R(u, "r11", "ymm15", "ymm6", "ymm7")                                                                  \
     AP_R(u, "r12", "ymm14", "ymm8", "ymm9")
 #define AP_STEP6(u) AP_STEP5(u) AP_R(u, "r13", "ymm15", "ymm10", "ymm11")
+/* The 8-column panel (nc 8: Cout 24, 40): B's low half only, and k steps
+ * alternating between two accumulators per row (l even k, h odd k; summed
+ * at the end): 12 FMA chains, where one per row left 6, fewer than two FMA
+ * ports of 4-cycle latency need. */
+#define AP_RH(u, ar, bc, b, acc)                                                                             \
+    "vbroadcastss " AP_STR(u) "*4(%%" ar ",%%rax,4), %%" bc "\n\t"                                           \
+    "vfmadd231ps %%" b ", %%" bc ", %%" acc "\n\t"
+#define AP_HSTEP5(u, b, A0, A1, A2, A3, A4)                                                                  \
+    "vmovups " AP_STR(u) "*64(%%rsi), %%" b "\n\t"                                                           \
+    AP_RH(u, "r8", "ymm14", b, A0)                                                                           \
+    AP_RH(u, "r9", "ymm15", b, A1)                                                                           \
+    AP_RH(u, "r10", "ymm14", b, A2)                                                                          \
+    AP_RH(u, "r11", "ymm15", b, A3)                                                                          \
+    AP_RH(u, "r12", "ymm14", b, A4)
+#define AP_HE5(u) AP_HSTEP5(u, "ymm12", "ymm0", "ymm2", "ymm4", "ymm6", "ymm8")
+#define AP_HO5(u) AP_HSTEP5(u, "ymm13", "ymm1", "ymm3", "ymm5", "ymm7", "ymm9")
+#define AP_HE6(u) AP_HE5(u) AP_RH(u, "r13", "ymm15", "ymm12", "ymm10")
+#define AP_HO6(u) AP_HO5(u) AP_RH(u, "r13", "ymm15", "ymm13", "ymm11")
+/* 8 k steps and one k step of each variant */
+#define AP_FULL8(R) AP_STEP##R(0) AP_STEP##R(1) AP_STEP##R(2) AP_STEP##R(3)                                   \
+                    AP_STEP##R(4) AP_STEP##R(5) AP_STEP##R(6) AP_STEP##R(7)
+#define AP_FULL1(R) AP_STEP##R(0)
+#define AP_HALF8(R) AP_HE##R(0) AP_HO##R(1) AP_HE##R(2) AP_HO##R(3)                                           \
+                    AP_HE##R(4) AP_HO##R(5) AP_HE##R(6) AP_HO##R(7)
+#define AP_HALF1(R) AP_HE##R(0)
 /* X(row pointer register, low accumulator, high accumulator) per row */
 #define AP_ROWS5(X)                                                                                          \
-    X("r8", "ymm0", "ymm1")                                                                                  \
-    X("r9", "ymm2", "ymm3") X("r10", "ymm4", "ymm5") X("r11", "ymm6", "ymm7") X("r12", "ymm8", "ymm9")
+    X("r8", "ymm0", "ymm1") X("r9", "ymm2", "ymm3") X("r10", "ymm4", "ymm5") X("r11", "ymm6", "ymm7")         \
+    X("r12", "ymm8", "ymm9")
 #define AP_ROWS6(X) AP_ROWS5(X) X("r13", "ymm10", "ymm11")
 #define AP_ZERO(ar, l, h) "vxorps %%" l ", %%" l ", %%" l "\n\tvxorps %%" h ", %%" h ", %%" h "\n\t"
 #define AP_PTR(ar, l, h) "mov (%%rdx), %%" ar "\n\tadd $8, %%rdx\n\t"
-#define AP_ADD(ar, l, h) "vaddps %%ymm12, %%" l ", %%" l "\n\tvaddps %%ymm13, %%" h ", %%" h "\n\t"
-#define AP_RES(ar, l, h)                                                                                     \
+/* epilogue, 16 columns (FULL) or 8 (HALF: the two sums folded first) */
+#define AP_FULL_FOLD(ar, l, h)
+#define AP_HALF_FOLD(ar, l, h) "vaddps %%" h ", %%" l ", %%" l "\n\t"
+#define AP_FULL_BIAS "vmovups (%%rax), %%ymm12\n\tvmovups 32(%%rax), %%ymm13\n\t"
+#define AP_HALF_BIAS "vmovups (%%rax), %%ymm12\n\t"
+#define AP_FULL_ADD(ar, l, h) "vaddps %%ymm12, %%" l ", %%" l "\n\tvaddps %%ymm13, %%" h ", %%" h "\n\t"
+#define AP_HALF_ADD(ar, l, h) "vaddps %%ymm12, %%" l ", %%" l "\n\t"
+#define AP_FULL_RES(ar, l, h)                                                                                \
     "vaddps (%%rax), %%" l ", %%" l "\n\tvaddps 32(%%rax), %%" h ", %%" h "\n\tadd %%rcx, %%rax\n\t"
-#define AP_MAX(ar, l, h) "vmaxps %%ymm12, %%" l ", %%" l "\n\tvmaxps %%ymm12, %%" h ", %%" h "\n\t"
-#define AP_MIN(ar, l, h) "vminps %%ymm13, %%" l ", %%" l "\n\tvminps %%ymm13, %%" h ", %%" h "\n\t"
-#define AP_ST(ar, l, h) "vmovups %%" l ", (%%rax)\n\tvmovups %%" h ", 32(%%rax)\n\tadd %%rcx, %%rax\n\t"
-/* 1: per tap, the row pointers; 2: 8 k steps (and one prefetch); 4: one k
- * step; then bias (6), residual (7), activation, stores (8) */
-#define AP_BODY(ROWS, STEP)                                                                                  \
-    ROWS(AP_ZERO)                                                                                            \
+#define AP_HALF_RES(ar, l, h) "vaddps (%%rax), %%" l ", %%" l "\n\tadd %%rcx, %%rax\n\t"
+#define AP_FULL_MAX(ar, l, h) "vmaxps %%ymm12, %%" l ", %%" l "\n\tvmaxps %%ymm12, %%" h ", %%" h "\n\t"
+#define AP_HALF_MAX(ar, l, h) "vmaxps %%ymm12, %%" l ", %%" l "\n\t"
+#define AP_FULL_MIN(ar, l, h) "vminps %%ymm13, %%" l ", %%" l "\n\tvminps %%ymm13, %%" h ", %%" h "\n\t"
+#define AP_HALF_MIN(ar, l, h) "vminps %%ymm13, %%" l ", %%" l "\n\t"
+#define AP_FULL_ST(ar, l, h) "vmovups %%" l ", (%%rax)\n\tvmovups %%" h ", 32(%%rax)\n\tadd %%rcx, %%rax\n\t"
+#define AP_HALF_ST(ar, l, h) "vmovups %%" l ", (%%rax)\n\tadd %%rcx, %%rax\n\t"
+/* R rows (5 or 6), W FULL or HALF.  1: per tap, the row pointers; 2: 8 k
+ * steps (and one prefetch); 4: one k step; then bias (6), residual (7),
+ * activation, stores (8) */
+#define AP_BODY(R, W)                                                                                        \
+    AP_ROWS##R(AP_ZERO)                                                                                      \
     "mov (%[p]), %%rdx\n\t"                                                                                  \
     "mov 8(%[p]), %%rsi\n\t"                                                                                 \
     "mov 72(%[p]), %%r14\n\t"                                                                                \
     "mov 16(%[p]), %%rcx\n"                                                                                  \
-    "1:\n\t" ROWS(                                                                                           \
-        AP_PTR) "xor %%eax, %%eax\n\t"                                                                       \
-                "jmp 3f\n"                                                                                   \
-                "2:\n\t"                                                                                     \
-                "prefetcht1 (%%r14)\n\t"                                                                     \
-                "lea 64(%%r14), %%r15\n\t"                                                                   \
-                "cmp 80(%[p]), %%r14\n\t"                                                                    \
-                "cmovb %%r15, %%r14\n\t" STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5) STEP(6) STEP(       \
-                    7) "add $512, %%rsi\n\t"                                                                 \
-                       "add $8, %%rax\n"                                                                     \
-                       "3:\n\t"                                                                              \
-                       "lea 8(%%rax), %%r15\n\t"                                                             \
-                       "cmp 24(%[p]), %%r15\n\t"                                                             \
-                       "jle 2b\n\t"                                                                          \
-                       "jmp 5f\n"                                                                            \
-                       "4:\n\t" STEP(                                                                        \
-                           0) "add $64, %%rsi\n\t"                                                           \
-                              "inc %%rax\n"                                                                  \
-                              "5:\n\t"                                                                       \
-                              "cmp 24(%[p]), %%rax\n\t"                                                      \
-                              "jl 4b\n\t"                                                                    \
-                              "dec %%rcx\n\t"                                                                \
-                              "jnz 1b\n\t"                                                                   \
-                              "mov 48(%[p]), %%rax\n\t"                                                      \
-                              "test %%rax, %%rax\n\t"                                                        \
-                              "jz 6f\n\t"                                                                    \
-                              "vmovups (%%rax), %%ymm12\n\t"                                                 \
-                              "vmovups 32(%%rax), %%ymm13\n\t" ROWS(                                         \
-                                  AP_ADD) "6:\n\t"                                                           \
-                                          "mov 56(%[p]), %%rax\n\t"                                          \
-                                          "test %%rax, %%rax\n\t"                                            \
-                                          "jz 7f\n\t"                                                        \
-                                          "mov 64(%[p]), %%rcx\n\t" ROWS(                                    \
-                                              AP_RES) "7:\n\t"                                               \
-                                                      "mov 88(%[p]), %%rcx\n\t"                              \
-                                                      "test $1, %%cl\n\t"                                    \
-                                                      "jz 8f\n\t"                                            \
-                                                      "vxorps %%xmm12, %%xmm12, %%xmm12\n\t" ROWS(           \
-                                                          AP_MAX) "test $2, %%cl\n\t"                        \
-                                                                  "jz 8f\n\t"                                \
-                                                                  "vbroadcastss 96(%[p]), %%ymm13\n\t" ROWS( \
-                                                                      AP_MIN) "8:\n\t"                       \
-                                                                              "mov 32(%[p]), %%rax\n\t"      \
-                                                                              "mov 40(%[p]), "               \
-                                                                              "%%rcx\n\t" ROWS(AP_ST)
+    "1:\n\t"                                                                                                 \
+    AP_ROWS##R(AP_PTR)                                                                                       \
+    "xor %%eax, %%eax\n\t"                                                                                   \
+    "jmp 3f\n"                                                                                               \
+    "2:\n\t"                                                                                                 \
+    "prefetcht1 (%%r14)\n\t"                                                                                 \
+    "lea 64(%%r14), %%r15\n\t"                                                                               \
+    "cmp 80(%[p]), %%r14\n\t"                                                                                \
+    "cmovb %%r15, %%r14\n\t"                                                                                 \
+    AP_##W##8(R)                                                                                             \
+    "add $512, %%rsi\n\t"                                                                                    \
+    "add $8, %%rax\n"                                                                                        \
+    "3:\n\t"                                                                                                 \
+    "lea 8(%%rax), %%r15\n\t"                                                                                \
+    "cmp 24(%[p]), %%r15\n\t"                                                                                \
+    "jle 2b\n\t"                                                                                             \
+    "jmp 5f\n"                                                                                               \
+    "4:\n\t"                                                                                                 \
+    AP_##W##1(R)                                                                                             \
+    "add $64, %%rsi\n\t"                                                                                     \
+    "inc %%rax\n"                                                                                            \
+    "5:\n\t"                                                                                                 \
+    "cmp 24(%[p]), %%rax\n\t"                                                                                \
+    "jl 4b\n\t"                                                                                              \
+    "dec %%rcx\n\t"                                                                                          \
+    "jnz 1b\n\t"                                                                                             \
+    AP_ROWS##R(AP_##W##_FOLD)                                                                                \
+    "mov 48(%[p]), %%rax\n\t"                                                                                \
+    "test %%rax, %%rax\n\t"                                                                                  \
+    "jz 6f\n\t"                                                                                              \
+    AP_##W##_BIAS                                                                                            \
+    AP_ROWS##R(AP_##W##_ADD)                                                                                 \
+    "6:\n\t"                                                                                                 \
+    "mov 56(%[p]), %%rax\n\t"                                                                                \
+    "test %%rax, %%rax\n\t"                                                                                  \
+    "jz 7f\n\t"                                                                                              \
+    "mov 64(%[p]), %%rcx\n\t"                                                                                \
+    AP_ROWS##R(AP_##W##_RES)                                                                                 \
+    "7:\n\t"                                                                                                 \
+    "mov 88(%[p]), %%rcx\n\t"                                                                                \
+    "test $1, %%cl\n\t"                                                                                      \
+    "jz 8f\n\t"                                                                                              \
+    "vxorps %%xmm12, %%xmm12, %%xmm12\n\t"                                                                   \
+    AP_ROWS##R(AP_##W##_MAX)                                                                                 \
+    "test $2, %%cl\n\t"                                                                                      \
+    "jz 8f\n\t"                                                                                              \
+    "vbroadcastss 96(%[p]), %%ymm13\n\t"                                                                     \
+    AP_ROWS##R(AP_##W##_MIN)                                                                                 \
+    "8:\n\t"                                                                                                 \
+    "mov 32(%[p]), %%rax\n\t"                                                                                \
+    "mov 40(%[p]), %%rcx\n\t"                                                                                \
+    AP_ROWS##R(AP_##W##_ST)
 #define AP_CLOBBERS                                                                                          \
-    "rax", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "xmm0", "xmm1",        \
-        "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",  \
-        "xmm14", "xmm15", "cc", "memory"
+    "rax", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",                         \
+    "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",                                          \
+    "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory"
 /* clang-format on */
 
 _Static_assert(offsetof(AsmPanel, ldc) == 40 && offsetof(AsmPanel, pf) == 72 && offsetof(AsmPanel, six) == 96,
                "AP_BODY reads AsmPanel at these offsets");
 
-/* conv_panel's common case (AsmPanel) on a tile of `rows` rows, 6 or 5. */
-static inline __attribute__((always_inline)) void asm_panel(const int rows, int64_t taps, int64_t kc,
-                                                            const float *const *ind, const float *b, float *c,
-                                                            int64_t ldc, const TcrtKernEpi *epi, int64_t col,
-                                                            const char *pf, const char *pf_last)
+/* conv_panel's common case (AsmPanel) on a tile of `rows` rows, 6 or 5;
+ * half: 8 columns, not 16. */
+static inline __attribute__((always_inline)) void
+asm_panel(const int rows, bool half, int64_t taps, int64_t kc, const float *const *ind, const float *b,
+          float *c, int64_t ldc, const TcrtKernEpi *epi, int64_t col, const char *pf, const char *pf_last)
 {
     const bool raw = epi->partial; /* a K block before the last: raw sums */
     const int act = raw ? TCRT_ACT_NONE : epi->act;
@@ -359,10 +405,14 @@ static inline __attribute__((always_inline)) void asm_panel(const int rows, int6
                                 : act == TCRT_ACT_RELU6 ? 3
                                                         : 0,
                          .six = 6.0f};
-    if (rows == 6)
-        __asm__ volatile(AP_BODY(AP_ROWS6, AP_STEP6) : : [p] "r"(&ap) : AP_CLOBBERS);
+    if (rows == 6 && half)
+        __asm__ volatile(AP_BODY(6, HALF) : : [p] "r"(&ap) : AP_CLOBBERS);
+    else if (rows == 6)
+        __asm__ volatile(AP_BODY(6, FULL) : : [p] "r"(&ap) : AP_CLOBBERS);
+    else if (half)
+        __asm__ volatile(AP_BODY(5, HALF) : : [p] "r"(&ap) : AP_CLOBBERS);
     else
-        __asm__ volatile(AP_BODY(AP_ROWS5, AP_STEP5) : : [p] "r"(&ap) : AP_CLOBBERS);
+        __asm__ volatile(AP_BODY(5, FULL) : : [p] "r"(&ap) : AP_CLOBBERS);
 }
 
 /* One 16-column panel of the conv kernel on a tile of `rows` rows (6 or 5,
@@ -376,8 +426,9 @@ static inline __attribute__((always_inline)) void conv_panel(const int rows, int
                                                              int64_t col, const char *pf, const char *pf_last)
 {
     mr = mr < rows ? mr : rows; /* rows past the tile's are never stored */
-    if (nc == 16 && mr == rows && taps > 0 && !epi->load_c && (epi->partial || epi->act <= TCRT_ACT_RELU6)) {
-        asm_panel(rows, taps, kc, ind, b, c, ldc, epi, col, pf, pf_last);
+    if ((nc == 16 || nc == 8) && mr == rows && taps > 0 && !epi->load_c &&
+        (epi->partial || epi->act <= TCRT_ACT_RELU6)) {
+        asm_panel(rows, nc == 8, taps, kc, ind, b, c, ldc, epi, col, pf, pf_last);
         return;
     }
     const __m256i m[2] = {lane_mask(nc), lane_mask(nc - 8)};
