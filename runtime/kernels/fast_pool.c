@@ -565,7 +565,7 @@ static int64_t band_start(const DwBlock *b, int64_t i)
 }
 
 /* Expands input rows [first, last] of image n into the ring, making only
- * those it does not hold (h: the rows it holds, updated): rows above the
+ * those it does not hold ([*lo, *hi]: the rows it holds, updated): rows above the
  * held ones upward, rows below them downward, so a band that continues the
  * thread's previous one (the next band up for a thread taking tasks from the
  * front, the next one down, its rows in descending order, for a thread
