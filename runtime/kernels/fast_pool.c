@@ -47,20 +47,29 @@ static inline void nv_store(float *p, nvf v)
     memcpy(p, &v, sizeof v);
 }
 
-/* Rows [r0, r1) of n_rows cut into tasks: ranges of about n_rows / n_tasks. */
+/* n_rows cut into tasks (about 4 per thread) whose rows differ by one at
+ * most: task t takes rows [t * n_rows / tasks, (t + 1) * n_rows / tasks).
+ * Tasks of ceil(n_rows / tasks) rows gave 28 rows as 7 tasks of 4, so 16
+ * rows to one of two threads and 12 to the other (measured, depthwise, 2
+ * threads, medians of 2000: 28x28x192 0.035 -> 0.027 ms, 14x14x384 0.018 ->
+ * 0.014, 14x14x576 0.0245 -> 0.021). */
 typedef struct Rows {
-    int64_t n_rows, per_task;
+    int64_t n_rows, tasks;
 } Rows;
 
 static int64_t row_tasks(Rows *r, int64_t n_rows, int64_t work)
 {
     int64_t threads = tcrt_get_threads();
     int64_t n = work < SERIAL_WORK || threads <= 1 ? 1 : 4 * threads;
-    if (n > n_rows)
-        n = n_rows;
     r->n_rows = n_rows;
-    r->per_task = n > 0 ? (n_rows + n - 1) / n : 0;
-    return n > 0 ? (n_rows + r->per_task - 1) / r->per_task : 0;
+    r->tasks = n < n_rows ? n : n_rows;
+    return r->tasks;
+}
+
+/* Task t's rows [*r0, *r1). */
+static inline void task_rows(const Rows *r, int64_t t, int64_t *r0, int64_t *r1)
+{
+    *r0 = t * r->n_rows / r->tasks, *r1 = (t + 1) * r->n_rows / r->tasks;
 }
 
 /* ---- pooling ---- */
@@ -149,9 +158,8 @@ static void pool_task(void *ctx, int64_t task, int tid)
 {
     (void)tid;
     const Pool *q = ctx;
-    int64_t r0 = task * q->rows.per_task, r1 = r0 + q->rows.per_task;
-    if (r1 > q->rows.n_rows)
-        r1 = q->rows.n_rows;
+    int64_t r0, r1;
+    task_rows(&q->rows, task, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
         int64_t n = r / q->OH, oh = r % q->OH;
         int64_t h0 = oh * q->sh - q->pt, h1 = h0 + q->kh;
@@ -219,7 +227,7 @@ typedef struct Dw {
     float alpha;
     int64_t ow_in0, ow_in1; /* output columns whose taps all lie inside the input */
     int isa;                /* tcrt_kern_isa(): TCRT_ISA_AVX512 takes the 16-lane kernel */
-    int64_t n_rows, tasks;  /* task t: rows [t * n_rows / tasks, (t + 1) * n_rows / tasks) */
+    Rows rows;
     /* fused expansion (tcrt_dwblock_run): input row ih is row ih % ring_n of
      * ring (W*C floats each; ring_n a power of two), not a row of x; NULL:
      * of x */
@@ -345,7 +353,8 @@ static void dw_task(void *ctx, int64_t task, int tid)
 {
     (void)tid;
     const Dw *d = ctx;
-    int64_t r0 = task * d->n_rows / d->tasks, r1 = (task + 1) * d->n_rows / d->tasks;
+    int64_t r0, r1;
+    task_rows(&d->rows, task, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
         int64_t n = r / d->OH, oh = r % d->OH;
         /* valid kh: 0 <= oh*sh - pt + kh*dh < H */
@@ -406,16 +415,7 @@ tcrt_status tcrt_fast_depthwise_conv2d(const tcrt_tensor *in, int n_in, tcrt_ten
         return n_y == 0 ? TCRT_OK : tcrt_ref_conv2d(in, n_in, out, n_out, p);
     tcrt_interior_cols(d.W, d.KW, d.sw, d.dw, d.pl, d.OW, &d.ow_in0, &d.ow_in1);
     d.isa = tcrt_kern_isa();
-    /* about 4 tasks per thread, their rows differing by one at most: tasks
-     * of ceil(rows / tasks) rows gave 28 rows as 7 tasks of 4, so 16 rows
-     * to one of two threads and 12 to the other (measured, 2 threads,
-     * medians of 2000: 28x28x192 0.035 -> 0.027 ms, 14x14x384 0.018 ->
-     * 0.014, 14x14x576 0.0245 -> 0.021) */
-    int64_t threads = tcrt_get_threads();
-    d.n_rows = d.N * d.OH;
-    d.tasks = n_y * d.KH * d.KW < SERIAL_WORK || threads <= 1 ? 1 : 4 * threads;
-    d.tasks = d.tasks < d.n_rows ? d.tasks : d.n_rows;
-    tcrt_parallel_tasks(d.tasks, dw_task, &d);
+    tcrt_parallel_tasks(row_tasks(&d.rows, d.N * d.OH, n_y * d.KH * d.KW), dw_task, &d);
     return TCRT_OK;
 }
 
