@@ -19,13 +19,17 @@
 # Every valgrind run uses --leak-check=full and --error-exitcode=99 (not 1,
 # so that a memcheck error is never mistaken for an executable's own exit
 # code 1 or 2); scripts/valgrind.supp lists the known, explained leaks.
+# --fair-sched=yes: valgrind runs one thread at a time, and its default lock
+# let the thread that posts the pool's jobs take it back again and again, so
+# the worker never ran a task (test_pool's pool_workers_take_tasks failed in
+# 3 of 3 runs on a 2-vCPU VM; with the fair lock it passed).
 # Exits non-zero when any step fails; prints the time each step took.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:?usage: scripts/test_valgrind.sh BUILD_DIR}
 build=$(cd "$build" && pwd)
 shared="$root/../shared/models"
-VG=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible
+VG=(valgrind -q --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible
     --suppressions="$root/scripts/valgrind.supp")
 RT_TESTS=(runtime_npy runtime_main runtime_guards runtime_kernels runtime_nms runtime_fast runtime_nomalloc
           runtime_pool runtime_fast_pool runtime_fast_conv runtime_fast_conv_wino)

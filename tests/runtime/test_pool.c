@@ -14,16 +14,23 @@
  * jobs around 65535 tasks (the largest claimed from both ends, runtime/pool.c)
  * still run every task once; with 2 threads, tid 0 runs a prefix of the
  * tasks and tid 1 the rest (the caller takes from the front, the worker
- * from the back).
+ * from the back); Linux: a worker woken on the CPU its job was posted from
+ * moves to another CPU of its starting affinity (the caller pinned to the
+ * worker's CPU, the next job's worker task runs on another CPU), and keeps
+ * its mask when the pool has more threads than CPUs.
  * Allocations are counted by alloc_count.h (every allocation of every
  * thread); that case is compiled out under AddressSanitizer, whose allocator
  * cannot be replaced.
  */
+#ifdef __linux__
+#define _GNU_SOURCE /* sched_getcpu, sched_setaffinity, cpu_set_t */
+#endif
 #include "tcrt.h"
 #include "tcrt_pool.h"
 
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -372,6 +379,120 @@ START_TEST(pool_fork_child)
 }
 END_TEST
 
+/* ---- stacking (Linux) ---- */
+
+#ifdef __linux__
+/* A job of `threads` tasks, each held until every task has begun (so every
+ * thread holds one; 2 s at most), that records where each tid ran: its CPU
+ * and whether `cpu` was in its affinity mask. */
+typedef struct Where {
+    int threads, cpu;
+    atomic_int begun;
+    atomic_int on_cpu[TCRT_MAX_THREADS];  /* CPU + 1; 0: the tid ran no task */
+    atomic_int may_use[TCRT_MAX_THREADS]; /* `cpu` in the tid's mask + 1 */
+} Where;
+
+static void where_task(void *ctx, int64_t task, int tid)
+{
+    Where *w = ctx;
+    (void)task;
+    atomic_fetch_add(&w->begun, 1);
+    double t0 = seconds(CLOCK_MONOTONIC);
+    while (atomic_load(&w->begun) < w->threads && seconds(CLOCK_MONOTONIC) - t0 < 2.0)
+        ;
+    cpu_set_t m;
+    CPU_ZERO(&m);
+    (void)sched_getaffinity(0, sizeof m, &m);
+    atomic_store(&w->may_use[tid], CPU_ISSET(w->cpu, &m) ? 2 : 1);
+    atomic_store(&w->on_cpu[tid], sched_getcpu() + 1);
+}
+
+static void run_where(Where *w, int threads, int cpu)
+{
+    memset(w, 0, sizeof *w);
+    w->threads = threads;
+    w->cpu = cpu;
+    tcrt_parallel_tasks(threads, where_task, w);
+}
+
+/* The caller pinned to the CPU a worker runs on: the next job's worker task
+ * runs on another CPU (the worker moves, its mask without the caller's CPU,
+ * unless the kernel moved it first; without the move the worker stayed with
+ * the caller in 11 of 14 runs on a 2-vCPU VM). */
+START_TEST(pool_worker_leaves_poster_cpu)
+{
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+    if (CPU_COUNT(&all) < 2) {
+        printf("pool_worker_leaves_poster_cpu: skipped, %d CPU in this process's affinity\n",
+               CPU_COUNT(&all));
+        return;
+    }
+    tcrt_set_threads(2);
+    static Where w;
+    int wcpu = -1;
+    for (int rep = 0; rep < 20 && wcpu < 0; rep++) { /* the worker's CPU */
+        run_where(&w, 2, 0);
+        if (atomic_load(&w.on_cpu[1]) > 0)
+            wcpu = atomic_load(&w.on_cpu[1]) - 1;
+    }
+    ck_assert_msg(wcpu >= 0, "the worker ran no task in 20 jobs");
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(wcpu, &one);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0); /* the caller onto the worker's CPU */
+    int caller = -1, worker = -1, may = 0;
+    for (int rep = 0; rep < 20 && worker < 0; rep++) {
+        run_where(&w, 2, wcpu);
+        caller = atomic_load(&w.on_cpu[0]) - 1;
+        worker = atomic_load(&w.on_cpu[1]) - 1;
+        may = atomic_load(&w.may_use[1]);
+    }
+    ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+    tcrt_set_threads(1);
+    ck_assert_msg(worker >= 0, "the worker ran no task in 20 jobs");
+    ck_assert_int_eq(caller, wcpu);
+    /* (the kernel may have moved the worker itself, its mask unchanged) */
+    ck_assert_msg(worker != caller, "the worker stayed with the caller on CPU %d (CPU %d %s in its mask)",
+                  worker, wcpu, may == 2 ? "still" : "not");
+}
+END_TEST
+
+/* More threads than CPUs: no worker's mask changes. */
+START_TEST(pool_oversubscribed_workers_stay)
+{
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+    int n = CPU_COUNT(&all) + 1;
+    if (n > TCRT_MAX_THREADS) {
+        printf("pool_oversubscribed_workers_stay: skipped, %d CPUs\n", n - 1);
+        return;
+    }
+    int c0 = -1;
+    for (int c = 0; c < CPU_SETSIZE && c0 < 0; c++)
+        if (CPU_ISSET(c, &all))
+            c0 = c;
+    tcrt_set_threads(n);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c0, &one);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    static Where w;
+    int moved = 0;
+    for (int rep = 0; rep < 10; rep++) {
+        run_where(&w, n, c0);
+        for (int t = 1; t < n; t++)
+            moved += atomic_load(&w.may_use[t]) == 1;
+    }
+    ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+    tcrt_set_threads(1);
+    ck_assert_msg(moved == 0, "%d worker tasks ran without CPU %d in their mask", moved, c0);
+}
+END_TEST
+#endif
+
 /* ---- no allocation ---- */
 
 #ifdef ALLOC_COUNT_AVAILABLE
@@ -423,6 +544,10 @@ int main(void)
     tcase_add_test(tc, pool_two_posters);
     tcase_add_test(tc, pool_idle_workers_sleep);
     tcase_add_test(tc, pool_fork_child);
+#ifdef __linux__
+    tcase_add_test(tc, pool_worker_leaves_poster_cpu);
+    tcase_add_test(tc, pool_oversubscribed_workers_stay);
+#endif
 #ifdef ALLOC_COUNT_AVAILABLE
     tcase_add_test(tc, pool_no_alloc);
     tcase_add_test(tc, pool_counter_sees_malloc);
