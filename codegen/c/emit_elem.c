@@ -29,8 +29,14 @@
 
 /* Kernels of at least ELEM_PAR_MIN elements are split over the runtime's
  * thread pool in up to ELEM_PAR_TASKS contiguous ranges of the outermost
- * loop (below that, waking a thread costs more than the loop). */
-#define ELEM_PAR_MIN (1 << 16)
+ * loop (below that, handing out the tasks costs more than the loop).  At
+ * 2 threads a kernel left on one thread also reads the half of its input
+ * that the other core wrote (its L2): facemesh's PReLUs at 24x24x64 took
+ * 3.4 us at 1 thread and 7.5 at 2.  1 << 13 instead of 1 << 16 (measured, 2
+ * threads, medians of 8 alternating runs of 50): facemesh 0.782 -> 0.746 ms,
+ * meet 1.101 -> 1.048; facemesh-detection-short and blazeface (1 and 2
+ * threads) and every model at 1 thread unchanged; 1 << 12 no faster. */
+#define ELEM_PAR_MIN (1 << 13)
 #define ELEM_PAR_TASKS 8
 
 /* Index expression "i0 * 12 + i1 * 3 + i2" for the given strides. */
