@@ -37,7 +37,12 @@
 #include <stdbool.h>
 #include <string.h>
 
-#define MOVE_SERIAL_BYTES (256 << 10) /* output bytes below which one thread runs */
+/* Output bytes below which one thread runs.  256 KB left a channel pad of
+ * 24x24x64 (147 KB) on one thread, reading the half of its input the other
+ * core wrote; with 32 KB, facemesh-detection-short at 2 threads 0.691 ->
+ * 0.667 and 0.691 -> 0.650 ms (medians of 10 and 8 alternating runs of 50),
+ * facemesh, blazeface and 1 thread unchanged. */
+#define MOVE_SERIAL_BYTES (32 << 10)
 
 /* Tasks for n_rows rows of row_bytes output bytes each: 1 for a small output
  * or one thread, else up to 4 per thread; *per_task rows each. */
