@@ -140,7 +140,11 @@ const char *tcrt_status_str(tcrt_status s);
  * thread pool (tcrt_pool.h) right away (not inside the first run);
  * tcrt_get_threads is the count in use (lower if a thread could not be
  * created).  Fast-kernel workspaces are sized for any count up to
- * TCRT_MAX_THREADS. */
+ * TCRT_MAX_THREADS.  The workers start with the affinity of the thread that
+ * calls tcrt_set_threads; on Linux a worker that finds itself on the CPU
+ * the model runs from moves to the others of that set (when it has a CPU
+ * per thread), so two threads never share one CPU while another idles.
+ * The caller's own thread is never pinned (runtime/pool.c, "Stacking"). */
 #define TCRT_MAX_THREADS 16
 void tcrt_set_threads(int n);                   /* kernels that can use threads */
 int tcrt_get_threads(void);
