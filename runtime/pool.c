@@ -48,8 +48,9 @@
  * the store-then-load pattern on both sides (all seq_cst), so a post never
  * misses a worker that is about to sleep.
  * Stacking (Linux): on a virtual machine the kernel at times wakes a worker
- * onto the CPU its job was posted from although another CPU is idle (an idle
- * vCPU the host has descheduled does not count as idle), and there the
+ * onto the CPU its job was posted from although another CPU is idle
+ * (presumably as an idle vCPU the host has descheduled does not count as
+ * idle: Linux's vcpu_is_preempted), and there the
  * worker runs only when the caller waits; a short run could end before the
  * load balancer separated them.  A worker that finds itself on the CPU the
  * job was posted from (post_cpu, read with sched_getcpu) therefore moves to
