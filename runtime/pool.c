@@ -359,17 +359,17 @@ static void run_tasks(uint32_t g, int tid)
 /* Stacking (file comment): a worker that finds itself on the CPU its job
  * was posted from moves to the other CPUs of its starting affinity, when
  * there are enough of them for every thread of the pool.  *cpus is that
- * starting set (read once per worker); returns whether the worker moved. */
+ * starting set (read once per worker). */
 #ifdef __linux__
-static bool leave_poster_cpu(const cpu_set_t *cpus)
+static void leave_poster_cpu(const cpu_set_t *cpus)
 {
     int cpu = sched_getcpu(), poster = atomic_load(&pool.post_cpu);
     if (cpu < 0 || cpu != poster || poster >= CPU_SETSIZE || !CPU_ISSET(poster, cpus) ||
         CPU_COUNT(cpus) < pool.n_workers + 1)
-        return false;
+        return;
     cpu_set_t others = *cpus;
     CPU_CLR(poster, &others);
-    return sched_setaffinity(0, sizeof others, &others) == 0;
+    (void)sched_setaffinity(0, sizeof others, &others); /* on failure it stays: no worse */
 }
 #endif
 
@@ -395,7 +395,7 @@ static void *worker_main(void *arg)
             fp_mode_set(fp = want);
 #ifdef __linux__
         if (unstack)
-            (void)leave_poster_cpu(&cpus);
+            leave_poster_cpu(&cpus);
 #endif
         run_tasks(seen, tid);
     }
