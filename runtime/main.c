@@ -251,6 +251,22 @@ static double median_of(double *v, long n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Prints "median_ms=X" with X to 3 decimals, the decimals formatted by hand:
+ * printf's "%.3f" enters libc's multi-precision helpers and "%03lld" its padding
+ * code only for some values, so one run in a few mapped another 64 KiB window of
+ * code than the others and a small model's peak RSS varied with the time it
+ * printed (docs/targets.md, "Code layout"). */
+static void print_median_ms(double ms)
+{
+    if (!(ms >= 0 && ms < 1e15)) {
+        printf("median_ms=%.3f\n", ms);
+        return;
+    }
+    long long us = (long long)(ms * 1000 + 0.5), frac = us % 1000;
+    printf("median_ms=%lld.%c%c%c\n", us / 1000, (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+           (char)('0' + frac % 10));
+}
+
 /* --profile: a kernel (or TF op: its first kernel k, and the sums over its
  * kernels) with its median ms, operations and kernel count. */
 typedef struct ProfRow {
@@ -894,7 +910,7 @@ int tcrt_main(const tcrt_model *m, int argc, char **argv)
         }
     }
     if (repeat > 0) {
-        printf("median_ms=%.3f\n", median_of(times, repeat));
+        print_median_ms(median_of(times, repeat));
     }
     if (prof && !print_profile(m, prof, n_prof, prof_run)) {
         errorf("out of memory");

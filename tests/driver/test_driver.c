@@ -382,6 +382,14 @@ START_TEST(test_config_and_repeat)
     buf[n] = 0;
     fclose(f);
     HAS(buf, "median_ms=");
+    /* the value: digits, a point and exactly three decimals (formatted by hand, runtime/main.c) */
+    const char *v = strstr(buf, "median_ms=") + strlen("median_ms=");
+    size_t whole = strspn(v, "0123456789");
+    ck_assert_msg(whole >= 1 && v[whole] == '.' && strspn(v + whole + 1, "0123456789") == 3 &&
+                      v[whole + 4] == '\n',
+                  "median_ms value not of the form D.DDD: %s", buf);
+    double ms = strtod(v, NULL);
+    ck_assert_msg(ms >= 0 && ms < 1000, "median_ms=%g for a one-add graph", ms);
 }
 END_TEST
 
