@@ -61,6 +61,9 @@ static const TgtTarget table[] = {
         .runtime_include = TFCC_RUNTIME_INCLUDE,
         .exe_wrapper = "",
         .text_order = TFCC_TEXT_ORDER,
+#if defined(__x86_64__) && TFCC_HAVE_LIBMVEC
+        .vector_math = true,
+#endif
     },
 #if defined(__x86_64__)
     {
@@ -384,8 +387,10 @@ static bool abs_path(const char *path, char *buf, size_t n, Status *st)
 }
 
 /* Compiles one unit of j: NAME<suffix><ext> -> NAME<suffix>.o in j->dir. */
-static bool compile_unit(const TgtJob *j, const char *suffix, const char *ext, bool pic, const char *log,
-                         Status *st)
+/* vec: with the target's vector math (TgtTarget.vector_math; the model's
+ * code of an executable tfcc links, so that -lmvec is on its link). */
+static bool compile_unit(const TgtJob *j, const char *suffix, const char *ext, bool pic, bool vec,
+                         const char *log, Status *st)
 {
     char src[600], obj[600];
     snprintf(src, sizeof src, "%s%s%s", j->name, suffix, ext);
@@ -396,6 +401,10 @@ static bool compile_unit(const TgtJob *j, const char *suffix, const char *ext, b
         cmd_add(&c, "-std=c11");
         add_cflags(&c, j);
         cmd_addf(&c, "-I", j->t->runtime_include);
+        if (vec) {
+            cmd_add(&c, "-fopenmp-simd");
+            cmd_add(&c, "-DTFCC_VECTOR_MATH");
+        }
     }
     if (pic)
         cmd_add(&c, "-fPIC");
@@ -500,10 +509,14 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
 
     bool pic = kind != TGT_EXE;
     bool ok = true;
+    /* vector math only where tfcc links: --emit lib|obj leave the link (and
+     * -lmvec) to the app, so their code calls libm as before */
+    bool vec = kind == TGT_EXE && t->vector_math && !j->model_obj;
     if (!j->model_obj)
-        ok = compile_unit(j, "", ".c", pic, log_path, st) && compile_unit(j, "_weights", ".S", pic, log_path, st);
+        ok = compile_unit(j, "", ".c", pic, vec, log_path, st) &&
+             compile_unit(j, "_weights", ".S", pic, false, log_path, st);
     if (ok && kind == TGT_EXE)
-        ok = compile_unit(j, "_main", ".c", pic, log_path, st);
+        ok = compile_unit(j, "_main", ".c", pic, false, log_path, st);
     char mpi_lib[4096];
     snprintf(mpi_lib, sizeof mpi_lib, "%s/libtcrt_mpi.a", t->runtime_libdir);
     if (ok && kind == TGT_EXE && j->mpi && j->static_link)
@@ -534,6 +547,8 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
         cmd_add(&c, "-ltcrt_fast");
         cmd_add(&c, "-ltcrt");
         cmd_add(&c, "-pthread");
+        if (vec)
+            cmd_add(&c, "-lmvec");
         cmd_add(&c, "-lm");
         /* the runtime is built with a section per function (runtime/meson.build):
          * the linker drops every kernel the model does not call */

@@ -32,6 +32,8 @@ typedef struct TgtTarget {
     const char *text_order;       /* NULL or "": none; else the prefix of the function orders
                                    * executables are linked with (lld --symbol-ordering-file;
                                    * runtime/text.order.ISA, tgt_text_order) */
+    bool vector_math;             /* its executables compile the model with -fopenmp-simd
+                                   * -DTFCC_VECTOR_MATH and link glibc's libmvec (tcrt_elem.h) */
 } TgtTarget;
 
 /* The host target, with runtime paths baked in at build time. */

@@ -16,6 +16,10 @@
  * and a bias-like broadcast is two loops.  Arithmetic happens in the
  * operands' C type (tgmath picks expf for floats); CAST writes (T)(A), or
  * (A) != 0 for a bool result; POW by a constant 2 writes ((A) * (A)).
+ * Vector math: a kernel whose float members call exp, log, tanh, ... (libmvec
+ * has vector variants of them) gets TFCC_SIMD before its innermost loop
+ * (tcrt_elem.h: "#pragma omp simd" where tfcc builds with libmvec, else
+ * nothing; uses_vector_math).
  * Threads: a kernel of at least ELEM_PAR_MIN elements becomes kNNN_part
  * (the loops, the outermost over a range) and kNNN, which runs
  * ELEM_PAR_TASKS contiguous ranges through tcrt_parallel_tasks.
@@ -25,6 +29,7 @@
  */
 #include "codegen/cg_int.h"
 
+#include <ctype.h>
 #include <string.h>
 
 /* Kernels of at least ELEM_PAR_MIN elements are split over the runtime's
@@ -38,6 +43,28 @@
  * threads) and every model at 1 thread unchanged; 1 << 12 no faster. */
 #define ELEM_PAR_MIN (1 << 13)
 #define ELEM_PAR_TASKS 8
+
+/* True when a float32 member's expression calls a libm function that glibc's
+ * libmvec has a vector variant of (the declarations in tcrt_elem.h): the
+ * kernel's innermost loop is then marked TFCC_SIMD, which vectorizes it with
+ * those variants where tfcc builds with TFCC_VECTOR_MATH (docs/performance.md,
+ * "Vector math") and is empty elsewhere. */
+static bool uses_vector_math(const CgcElemGroup *grp)
+{
+    static const char *const fns[] = {"exp(",  "log(", "log1p(", "sin(",  "cos(",
+                                      "tanh(", "erf(", "pow(",   "atan2("};
+    for (int m = 0; m < grp->n_members; m++) {
+        const IrNode *n = grp->members[m];
+        const OpInfo *oi = ir_op_info(n->op);
+        if (n->out[0].type.dtype != TCRT_F32 || !oi || !oi->c_expr)
+            continue;
+        for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++)
+            for (const char *at = strstr(oi->c_expr, fns[f]); at; at = strstr(at + 1, fns[f]))
+                if (at == oi->c_expr || !(isalnum((unsigned char)at[-1]) || at[-1] == '_'))
+                    return true;
+    }
+    return false;
+}
 
 /* Index expression "i0 * 12 + i1 * 3 + i2" for the given strides. */
 static void index_expr(const CgLoop *loops, int n_loops, int which, char *buf, size_t cap)
@@ -212,8 +239,11 @@ bool cgc_emit_elem(CgOut *o, const CgcElemGroup *grp, const char *kname, Status 
               parallel ? ", int64_t i0_begin, int64_t i0_end" : "");
     o->indent++;
     const char *ivar = total > INT32_MAX ? "int64_t" : "int";
+    bool vec_math = uses_vector_math(grp);
     for (int l = 0; l < n_loops; l++) {
         const char *open = l == n_loops - 1 && grp->n_members > 1 ? " {" : "";
+        if (vec_math && l == n_loops - 1)
+            cg_printf(o, "TFCC_SIMD\n");
         if (parallel && l == 0)
             cg_printf(o, "for (int64_t i0 = i0_begin; i0 < i0_end; i0++)%s\n", open);
         else

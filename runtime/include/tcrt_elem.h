@@ -14,6 +14,33 @@
 #include <tgmath.h>
 #endif
 
+/* Vector math (docs/performance.md, "Vector math"): where tfcc links an
+ * executable against glibc's libmvec (x86-64; targets/targets.c) it compiles
+ * the model with TFCC_VECTOR_MATH and -fopenmp-simd.  The float functions of
+ * ir/ops.def's expressions are then declared SIMD-callable, and the generated
+ * elementwise loops that call them are marked TFCC_SIMD, so GCC vectorizes
+ * them with calls to libmvec's variants (8 floats per call with AVX2, 16 with
+ * AVX-512) instead of one libm call per element.  Elsewhere (the constant
+ * folder, --emit c|lib|obj, other compilers and targets) TFCC_SIMD is empty and
+ * the loops call libm as before. */
+#if defined(TFCC_VECTOR_MATH) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&          \
+    !defined(__cplusplus)
+#define TCRT_VEC_DECL __attribute__((simd("notinbranch")))
+float expf(float) TCRT_VEC_DECL;
+float logf(float) TCRT_VEC_DECL;
+float log1pf(float) TCRT_VEC_DECL;
+float sinf(float) TCRT_VEC_DECL;
+float cosf(float) TCRT_VEC_DECL;
+float tanhf(float) TCRT_VEC_DECL;
+float erff(float) TCRT_VEC_DECL;
+float powf(float, float) TCRT_VEC_DECL;
+float atan2f(float, float) TCRT_VEC_DECL;
+#undef TCRT_VEC_DECL
+#define TFCC_SIMD _Pragma("omp simd")
+#else
+#define TFCC_SIMD
+#endif
+
 /* Integer division and modulo never trap: b == 0 gives 0 (TF raises), and
  * b == -1 is done without the hardware divide, whose INT64_MIN / -1 raises
  * SIGFPE on x86 (the quotient wraps to INT64_MIN, the remainder is 0). */

@@ -5,11 +5,13 @@
  * folder, compiles and links it with tgt_build_exe against the runtime
  * built in this build dir, runs the executable on an .npy written here and
  * compares its .npy outputs with values derived by hand (a large fused
- * elementwise kernel on 1 and 2 threads among them).  Also: emitting
+ * elementwise kernel on 1 and 2 threads among them; the libm functions that
+ * run through libmvec's vector variants against double-precision libm).  Also: emitting
  * twice gives identical bytes, the header API compiles and runs from a user
  * program, and a compiler failure is reported with its output.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,6 +373,146 @@ START_TEST(test_large_elementwise_threads)
 }
 END_TEST
 
+/* Distance in units in the last place between two finite floats (as ordered
+ * integers; +0 and -0 are 0 apart). */
+static int64_t ulps_apart(float a, float b)
+{
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    int64_t x = ia < 0 ? (int64_t)INT32_MIN - ia : ia, y = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
+    return x > y ? x - y : y - x;
+}
+
+static double sigmoid_d(double a)
+{
+    return 1 / (1 + exp(-a));
+}
+
+/* test_vector_math's first 8 results, in double precision */
+static double (*const unary_want[8])(double) = {exp, log, log1p, sin, cos, tanh, sigmoid_d, erf};
+
+/* The elementwise ops whose float expressions call libm functions that
+ * glibc's libmvec vectorizes (tcrt_elem.h, TFCC_SIMD), over 61 x 173 =
+ * 10553 elements (the emitter splits them over the pool: kNNN_part, a loop
+ * whose length leaves a remainder past every multiple of 8 and 16), and one
+ * fused group with a broadcast (tanh(x * w), w f32[173]: two loops, the
+ * inner one marked).  Each result is checked against the double-precision
+ * libm function rounded to float (an independent computation here), within
+ * 4 ulp (libmvec's float variants are documented within 4 ulp; libm's within
+ * 1-2), at 1 and 2 threads.  Where meson found libmvec (TFCC_HAVE_LIBMVEC),
+ * the executable must hold libmvec's expf variant, i.e. the loops did
+ * vectorize through it. */
+START_TEST(test_vector_math)
+{
+    enum { R = 61, C = 173, N = R * C, NOUT = 11 };
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    Status st = ST_INIT;
+    IrGraph *g = ir_graph_new(NULL, &st);
+    g->fold_on_build = false;
+    IrType tt = {TCRT_F32, ir_shape_make(2, (int64_t[]){R, C})};
+    IrValue x = ir_add_feed(g, "x", &tt, &st), p = ir_add_feed(g, "p", &tt, &st),
+            e = ir_add_feed(g, "e", &tt, &st);
+    float wv[C];
+    for (int k = 0; k < C; k++)
+        wv[k] = 0.05f * (float)(k % 23) - 0.5f;
+    IrShape ws = ir_shape_make(1, (int64_t[]){C});
+    IrValue w = ir_const(g, TCRT_F32, &ws, wv, &st);
+    static const char *names[NOUT] = {"exp",     "log", "log1p", "sin",   "cos",       "tanh",
+                                      "sigmoid", "erf", "pow",   "atan2", "tanh_bcast"};
+    IrValue outs[NOUT] = {ir_unary(g, OP_EXP, x, &st),
+                          ir_unary(g, OP_LOG, p, &st),
+                          ir_unary(g, OP_LOG1P, p, &st),
+                          ir_unary(g, OP_SIN, x, &st),
+                          ir_unary(g, OP_COS, x, &st),
+                          ir_unary(g, OP_TANH, x, &st),
+                          ir_unary(g, OP_SIGMOID, x, &st),
+                          ir_unary(g, OP_ERF, x, &st),
+                          ir_binary(g, OP_POW, p, e, &st),
+                          ir_binary(g, OP_ATAN2, x, e, &st),
+                          ir_unary(g, OP_TANH, ir_binary(g, OP_MUL, x, w, &st), &st)};
+    ck_assert_msg(st_ok(&st), "%s", st.msg);
+    for (int i = 0; i < NOUT; i++)
+        ck_assert(ir_add_fetch(g, names[i], outs[i], &st));
+    ck_assert_msg(pass_run_pipeline(g, NULL, &st), "%s", st.msg);
+    emit_and_build(g, dir, "vmath");
+
+    char path[200];
+    snprintf(path, sizeof path, "%s/vmath.c", dir);
+    size_t len;
+    char *src = slurp(path, &len);
+    int marked = 0;
+    for (const char *at = strstr(src, "TFCC_SIMD\n"); at; at = strstr(at + 1, "TFCC_SIMD\n"))
+        marked++;
+    ck_assert_msg(marked == NOUT, "%d loops marked TFCC_SIMD, want %d", marked, NOUT);
+    free(src);
+#if TFCC_HAVE_LIBMVEC
+    snprintf(path, sizeof path, "%s/vmath", dir);
+    char *bin = slurp(path, &len);
+    bool found = false;
+    for (size_t i = 0; i + 6 <= len && !found; i++)
+        found = memcmp(bin + i, "v_expf", 6) == 0;
+    ck_assert_msg(found, "no libmvec expf variant in the executable");
+    free(bin);
+#endif
+
+    /* x in [-20, 20), p in [0.01, 20), e in [-3, 3) (also atan2's x: every quadrant) */
+    float *xv = malloc(sizeof(float) * N * 3);
+    ck_assert_ptr_nonnull(xv);
+    float *pv = xv + N, *ev = xv + 2 * N;
+    for (int i = 0; i < N; i++) {
+        xv[i] = -20.0f + 40.0f * (float)i / N;
+        pv[i] = 0.01f + 20.0f * (float)((i * 7919) % N) / N;
+        ev[i] = -3.0f + 6.0f * (float)((i * 104729) % N) / N;
+    }
+    char feeds[3][240], exe[128];
+    const char *fn[3] = {"x", "p", "e"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, fn[k]);
+        write_npy_f32(path, xv + k * N, 2, (int64_t[]){R, C});
+        snprintf(feeds[k], sizeof feeds[k], "%s=%s", fn[k], path);
+    }
+    snprintf(exe, sizeof exe, "%s/vmath", dir);
+    for (int threads = 1; threads <= 2; threads++) {
+        char outdir[128], targ[8];
+        snprintf(outdir, sizeof outdir, "%s/out%d", dir, threads);
+        ck_assert_int_eq(mkdir(outdir, 0755), 0);
+        snprintf(targ, sizeof targ, "%d", threads);
+        char *argv[] = {exe,      "--feed",    feeds[0], "--feed",    feeds[1], "--feed",
+                        feeds[2], "--out-dir", outdir,   "--threads", targ,     NULL};
+        ck_assert_int_eq(run_exe(argv), 0);
+        for (int o = 0; o < NOUT; o++) {
+            snprintf(path, sizeof path, "%s/%s.npy", outdir, names[o]);
+            tcrt_tensor t;
+            char err[256];
+            ck_assert_msg(tcrt_npy_read(path, &t, err, sizeof err) == TCRT_OK, "%s", err);
+            ck_assert_int_eq(t.dtype, TCRT_F32);
+            ck_assert_int_eq(tcrt_tensor_count(&t), N);
+            const float *got = t.data;
+            for (int i = 0; i < N; i++) {
+                double a = xv[i], q = pv[i], b = ev[i], want;
+                if (o < 8) /* exp, sin, cos, tanh, sigmoid, erf of x; log, log1p of p */
+                    want = unary_want[o](o == 1 || o == 2 ? q : a);
+                else if (o == 8)
+                    want = pow(q, b);
+                else if (o == 9)
+                    want = atan2(a, b);
+                else
+                    want = tanh((double)(float)(xv[i] * wv[i % C])); /* the product in float, as the kernel */
+                ck_assert_msg(ulps_apart(got[i], (float)want) <= 4,
+                              "%s(%.9g, %.9g, %.9g) [%d, %d threads]: got %.9g, want %.9g", names[o], a, q, b,
+                              i, threads, (double)got[i], (float)want);
+            }
+            free(t.data);
+        }
+    }
+    free(xv);
+    ir_graph_free(g);
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(test_deterministic_output)
 {
     char d1[64], d2[64];
@@ -486,6 +628,7 @@ static Suite *codegen_suite(void)
     tcase_add_test(tc, test_tiny_api);
     tcase_add_test(tc, test_broadcast_elementwise);
     tcase_add_test(tc, test_large_elementwise_threads);
+    tcase_add_test(tc, test_vector_math);
     tcase_add_test(tc, test_build_error_reported);
     suite_add_tcase(s, tc);
     return s;
