@@ -35,7 +35,7 @@ static inline __attribute__((always_inline)) __m256 apply_act(__m256 v, int act,
     case TCRT_ACT_RELU:
         return _mm256_max_ps(v, _mm256_setzero_ps());
     case TCRT_ACT_RELU6:
-        return _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
+        return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(_mm256_setzero_ps(), v));
     case TCRT_ACT_LEAKY: {
         __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
         return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(alpha)), neg);

@@ -113,7 +113,7 @@ static inline __m512 sg_act(__m512 v, int act, float alpha)
     case TCRT_ACT_RELU:
         return _mm512_max_ps(v, _mm512_setzero_ps());
     case TCRT_ACT_RELU6:
-        return _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(6.0f));
+        return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(_mm512_setzero_ps(), v));
     case TCRT_ACT_LEAKY: {
         __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
         return _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(alpha));

@@ -14,7 +14,8 @@
  *     where the CPU or the build has no AVX-512;
  *   - tcrt_fast_matmul on shapes that take it (batch dims with broadcast,
  *     transposes, epilogues), with the new GEMM on and off
- *     (tcrt_sgemm_enable), and with a too small workspace (the fallback).
+ *     (tcrt_sgemm_enable), and with a too small workspace (the fallback);
+ *   - the epilogue's activations on NaN and past the clip (hand-derived).
  */
 #include "fast_conv_int.h"
 #include "tcrt_kernels.h"
@@ -223,6 +224,46 @@ START_TEST(sgemm_through_matmul)
 }
 END_TEST
 
+/* The epilogue's activations on NaN and past the clip, hand-derived: B is
+ * all ones (K = 20, N = 40), row 0 of A holds one NaN, row 1 is 5 (sum 100),
+ * row 2 is -5 (sum -100), the other rows are 0; no bias.  As tcrt_kern_act:
+ * relu gives 0 for NaN, relu6 and leaky keep it; relu6 clips 100 to 6 and
+ * leaky scales -100 by 0.1. */
+START_TEST(sgemm_act_nan)
+{
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX512
+    if (!tcrt_kern_isa_supported(TCRT_ISA_AVX512))
+        return;
+    enum { M = 20, N = 40, K = 20 };
+    static float A[M * K], B[K * N], C[M * N];
+    for (int i = 0; i < K * N; i++)
+        B[i] = 1.0f;
+    memset(A, 0, sizeof A);
+    A[7] = NAN;
+    for (int k = 0; k < K; k++)
+        A[K + k] = 5.0f, A[2 * K + k] = -5.0f;
+    size_t ws = tcrt_sgemm_workspace(M, N, K);
+    void *w = ws_alloc(ws);
+    for (int act = TCRT_ACT_NONE; act <= TCRT_ACT_LEAKY; act++) {
+        ck_assert(tcrt_sgemm_avx512(M, N, K, A, false, B, false, C, NULL, act, 0.1f, w, ws, 1));
+        float pos = act == TCRT_ACT_RELU6 ? 6.0f : 100.0f;
+        float neg = act == TCRT_ACT_NONE ? -100.0f : act == TCRT_ACT_LEAKY ? -10.0f : 0.0f;
+        for (int n = 0; n < N; n++) {
+            if (act == TCRT_ACT_RELU)
+                ck_assert_msg(C[n] == 0.0f, "act %d col %d: %g, want 0", act, n, C[n]);
+            else
+                ck_assert_msg(isnan(C[n]), "act %d col %d: %g, want NaN", act, n, C[n]);
+            ck_assert_msg(C[N + n] == pos, "act %d col %d: %g, want %g", act, n, C[N + n], pos);
+            ck_assert_msg(C[2 * N + n] == neg, "act %d col %d: %g, want %g", act, n, C[2 * N + n], neg);
+            for (int m = 3; m < M; m++)
+                ck_assert_msg(C[m * N + n] == 0.0f, "act %d (%d,%d): %g", act, m, n, C[m * N + n]);
+        }
+    }
+    free(w);
+#endif
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime_fast_sgemm");
@@ -230,6 +271,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, sgemm_direct);
     tcase_add_test(tc, sgemm_through_matmul);
+    tcase_add_test(tc, sgemm_act_nan);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
