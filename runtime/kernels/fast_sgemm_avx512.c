@@ -141,7 +141,7 @@ typedef struct SgEpi {
      * (ndst NULL: none). */
     const float *nsrc;
     float *ndst;
-    const float *npf; /* the next call's nsrc (NULL: none): its start is prefetched */
+    const float *npf; /* the next call's nsrc (NULL: none): prefetched into L2 along the way */
 } SgEpi;
 
 /* C[mr x nc] (row stride ldc) (+)= a * b[kc][32], a as [kc/16][14][16]
@@ -158,9 +158,6 @@ static void sg_kernel(int64_t mr, int64_t nc, int64_t kc, const float *restrict 
         __builtin_prefetch(c + r * ldc, 1, 3);
         __builtin_prefetch(c + r * ldc + SG_NR - 1, 1, 3);
     }
-    if (e->npf)
-        for (int64_t k = 0; k < 16 * SG_PF_GROUPS && k < kc; k += 16)
-            _mm_prefetch((const char *)(e->npf + k), _MM_HINT_T1);
     /* a: groups of 16 k, row r's 16 values at r * 16 (file comment) */
 #define STEP(r)                                                                                              \
     {                                                                                                        \
@@ -175,6 +172,12 @@ static void sg_kernel(int64_t mr, int64_t nc, int64_t kc, const float *restrict 
              * below hits however far away the row was */
             if (e->nsrc && k + 16 * SG_PF_GROUPS < kc)
                 _mm_prefetch((const char *)(e->nsrc + k + 16 * SG_PF_GROUPS), _MM_HINT_T0);
+            /* and the next call's row into L2, a line per group, so that
+             * its whole row (not only the first lines) is near when that
+             * call starts: 2048^3 +0.4-2% at 1 and 2 threads (alternating
+             * calls of both builds, medians of 30, 4 runs) */
+            if (e->npf)
+                _mm_prefetch((const char *)(e->npf + k), _MM_HINT_T1);
             _mm512_store_ps(e->ndst + k * SG_MR,
                             e->nsrc ? _mm512_maskz_loadu_ps(sg_mask(steps), e->nsrc + k) : _mm512_setzero_ps());
         }
