@@ -60,6 +60,9 @@ typedef struct CgLlvmTarget {
     const char *triple;           /* "x86_64-pc-linux-gnu", "aarch64-unknown-linux-gnu" */
     const char *cpu;              /* "x86-64-v3", "cortex-a76", "generic" */
     const char *features;         /* LLVM feature string, or NULL */
+    bool vector_math;             /* x86-64 executable linked with glibc's libmvec (-lmvec):
+                                   * elementwise loops may call its 8-lane AVX2 exp, log, ...
+                                   * (the C backend's TFCC_VECTOR_MATH; codegen/llvm/cgl_elem.c) */
 } CgLlvmTarget;
 bool cgl_available(void);
 bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t, const char *obj_path,

@@ -678,7 +678,12 @@ static bool build_artifacts(const Options *o, const IrGraph *g, const char *gen_
                              o->data_parallel ? "--data-parallel" : "--cluster with edges between tasks");
         char obj[PATH_MAX], obj_name[160];
         if (is_llvm) {
-            CgLlvmTarget lt = {.triple = t->llvm_triple, .cpu = tgt_cpu(t, o->cpu), .features = NULL};
+            /* libmvec where tfcc links the executable, as the C backend's
+             * code (targets.c: -lmvec); --emit lib|obj keep libm calls */
+            CgLlvmTarget lt = {.triple = t->llvm_triple,
+                               .cpu = tgt_cpu(t, o->cpu),
+                               .features = NULL,
+                               .vector_math = is_exe && t->vector_math};
             CgOptions co = {.name = name, .source_file = o->model};
             snprintf(obj_name, sizeof obj_name, "%s_llvm.o", name);
             snprintf(obj, sizeof obj, "%s/%s", gen_dir, obj_name);

@@ -510,8 +510,10 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
     bool pic = kind != TGT_EXE;
     bool ok = true;
     /* vector math only where tfcc links: --emit lib|obj leave the link (and
-     * -lmvec) to the app, so their code calls libm as before */
-    bool vec = kind == TGT_EXE && t->vector_math && !j->model_obj;
+     * -lmvec) to the app, so their code calls libm as before; an LLVM object
+     * (model_obj) was made with CgLlvmTarget.vector_math already, and only
+     * the link needs -lmvec */
+    bool vec_link = kind == TGT_EXE && t->vector_math, vec = vec_link && !j->model_obj;
     if (!j->model_obj)
         ok = compile_unit(j, "", ".c", pic, vec, log_path, st) &&
              compile_unit(j, "_weights", ".S", pic, false, log_path, st);
@@ -547,7 +549,7 @@ bool tgt_build(const TgtJob *j, TgtEmit kind, const char *out_path, TgtTimes *ti
         cmd_add(&c, "-ltcrt_fast");
         cmd_add(&c, "-ltcrt");
         cmd_add(&c, "-pthread");
-        if (vec)
+        if (vec_link)
             cmd_add(&c, "-lmvec");
         cmd_add(&c, "-lm");
         /* the runtime is built with a section per function (runtime/meson.build):

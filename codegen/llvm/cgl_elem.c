@@ -15,6 +15,13 @@
  * intrinsics where LLVM has one), comparisons give bool bytes 0/1, CAST is
  * the C conversion; float POW by a constant 2 is x * x (as the C
  * backend).  An op without a builder is an error naming the node.
+ * With CglCtx.vector_math (an x86-64 executable linked with libmvec), the
+ * float32 calls of exp, log, log1p, sin, cos, tanh, erf, pow and atan2
+ * (sigmoid's exp included; the C backend's TFCC_SIMD set) carry the
+ * call-site attribute "vector-function-abi-variant" naming libmvec's 8-lane
+ * AVX2 variant (_ZGVdN8v_expf, ...), so LLVM's loop vectorizer can call it
+ * on 8 elements at once; their scalar libm declarations are then marked
+ * memory(none) (errno is never read), which vectorizing needs.
  */
 #include "codegen/llvm/cgl_int.h"
 
@@ -59,6 +66,56 @@ static LLVMValueRef bool_byte(CglCtx *c, LLVMValueRef i1)
     return LLVMBuildZExt(c->b, i1, c->i8, "");
 }
 
+/* libmvec's 8-lane AVX2 variants, by the scalar function LLVM calls */
+static const struct {
+    const char *scalar, *vec;
+    unsigned nargs;
+} vec_math[CGL_MAX_VEC_FNS] = {
+    {"llvm.exp.f32", "_ZGVdN8v_expf", 1},  {"llvm.log.f32", "_ZGVdN8v_logf", 1},
+    {"llvm.sin.f32", "_ZGVdN8v_sinf", 1},  {"llvm.cos.f32", "_ZGVdN8v_cosf", 1},
+    {"llvm.pow.f32", "_ZGVdN8vv_powf", 2}, {"log1pf", "_ZGVdN8v_log1pf", 1},
+    {"tanhf", "_ZGVdN8v_tanhf", 1},        {"erff", "_ZGVdN8v_erff", 1},
+    {"atan2f", "_ZGVdN8vv_atan2f", 2},
+};
+
+/* The libmvec variant of call (of `scalar`), where c->vector_math and the
+ * table has one: the attribute "_ZGVdN8<v...>_<scalar>(<variant>)". */
+static void vector_variant(CglCtx *c, LLVMValueRef call, const char *scalar)
+{
+    if (!c->vector_math)
+        return;
+    for (int i = 0; i < CGL_MAX_VEC_FNS; i++) {
+        if (strcmp(vec_math[i].scalar, scalar))
+            continue;
+        if (!LLVMGetNamedFunction(c->mod, vec_math[i].vec)) {
+            LLVMTypeRef v8 = LLVMVectorType(c->f32, 8), ps[2] = {v8, v8};
+            LLVMValueRef fn =
+                LLVMAddFunction(c->mod, vec_math[i].vec, LLVMFunctionType(v8, ps, vec_math[i].nargs, false));
+            cgl_add_attr(c, fn, LLVMAttributeFunctionIndex, "nounwind");
+            c->vec_fns[c->n_vec_fns++] = fn; /* at most once per table entry */
+        }
+        char v[96];
+        snprintf(v, sizeof v, "_ZGVdN8%s_%s(%s)", vec_math[i].nargs == 2 ? "vv" : "v", scalar,
+                 vec_math[i].vec);
+        static const char key[] = "vector-function-abi-variant";
+        LLVMAddCallSiteAttribute(
+            call, LLVMAttributeFunctionIndex,
+            LLVMCreateStringAttribute(c->ctx, key, sizeof key - 1, v, (unsigned)strlen(v)));
+        return;
+    }
+}
+
+void cgl_keep_vector_math(CglCtx *c)
+{
+    if (c->n_vec_fns == 0)
+        return;
+    LLVMValueRef g =
+        LLVMAddGlobal(c->mod, LLVMArrayType2(c->ptr, (uint64_t)c->n_vec_fns), "llvm.compiler.used");
+    LLVMSetLinkage(g, LLVMAppendingLinkage);
+    LLVMSetSection(g, "llvm.metadata");
+    LLVMSetInitializer(g, LLVMConstArray2(c->ptr, c->vec_fns, (uint64_t)c->n_vec_fns));
+}
+
 /* A call of intrinsic `name` overloaded on the type of x. */
 static LLVMValueRef intrinsic(CglCtx *c, const char *name, LLVMValueRef *xs, unsigned n)
 {
@@ -66,7 +123,13 @@ static LLVMValueRef intrinsic(CglCtx *c, const char *name, LLVMValueRef *xs, uns
     LLVMTypeRef t = LLVMTypeOf(xs[0]);
     LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &t, 1);
     LLVMTypeRef ft = LLVMIntrinsicGetType(c->ctx, id, &t, 1);
-    return LLVMBuildCall2(c->b, ft, fn, xs, n, "");
+    LLVMValueRef call = LLVMBuildCall2(c->b, ft, fn, xs, n, "");
+    if (t == c->f32) {
+        char scalar[48];
+        snprintf(scalar, sizeof scalar, "%s.f32", name);
+        vector_variant(c, call, scalar);
+    }
+    return call;
 }
 
 /* A call of the libm function `name` (f64) or `name` "f" (f32). */
@@ -81,8 +144,15 @@ static LLVMValueRef libm(CglCtx *c, const char *name, tcrt_dtype dt, LLVMValueRe
     if (!fn) {
         fn = LLVMAddFunction(c->mod, fname, ft);
         cgl_add_attr(c, fn, LLVMAttributeFunctionIndex, "nounwind");
+        if (c->vector_math) { /* memory(none): the enum value 0 is "no memory effects" */
+            cgl_add_attr(c, fn, LLVMAttributeFunctionIndex, "willreturn");
+            cgl_add_attr(c, fn, LLVMAttributeFunctionIndex, "memory");
+        }
     }
-    return LLVMBuildCall2(c->b, ft, fn, xs, n, "");
+    LLVMValueRef call = LLVMBuildCall2(c->b, ft, fn, xs, n, "");
+    if (dt == TCRT_F32)
+        vector_variant(c, call, fname);
+    return call;
 }
 
 static LLVMValueRef fconst(CglCtx *c, tcrt_dtype dt, double v)

@@ -22,6 +22,9 @@
 #define CGL_MAX_REGIONS 4096
 
 /* The module being built. */
+/* libmvec variants a module may name (cgl_elem.c's table) */
+#define CGL_MAX_VEC_FNS 9
+
 typedef struct CglCtx {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
@@ -49,6 +52,12 @@ typedef struct CglCtx {
         const IrNode *node;
     } * kernels;
     int n_kernels;
+    /* CgLlvmTarget.vector_math: float32 calls of exp, log, ... name libmvec's
+     * 8-lane variants (cgl_elem.c), whose declarations vec_fns lists for
+     * llvm.compiler.used (cgl_keep_vector_math) */
+    bool vector_math;
+    LLVMValueRef vec_fns[CGL_MAX_VEC_FNS];
+    int n_vec_fns;
 } CglCtx;
 
 /* The function being filled: the run function or a region function. */
@@ -80,6 +89,9 @@ LLVMValueRef cgl_emit_elem(CglCtx *c, const CgcElemGroup *grp, const char *name)
 LLVMValueRef cgl_convert(CglCtx *c, LLVMValueRef v, tcrt_dtype from, tcrt_dtype to);
 /* Whether op (K_ELEM) has a builder. */
 bool cgl_elem_has_rule(Op op);
+/* @llvm.compiler.used listing c->vec_fns (none: nothing), so that the
+ * libmvec declarations live until the loop vectorizer has seen them. */
+void cgl_keep_vector_math(CglCtx *c);
 
 /* cgl_call.c: a call of n's runtime kernel (or a copy) at the builder's
  * position in f. */

@@ -478,6 +478,19 @@ static bool is_c_ident(const char *s)
     return true;
 }
 
+/* Whether an x86-64 cpu (features: "native"'s resolved ones, or the
+ * caller's) has AVX2, which libmvec's 8-lane variants (vector_math) need;
+ * by name only the x86-64-v3 and -v4 levels, so any other --cpu keeps
+ * scalar libm calls. */
+static bool has_avx2(const char *cpu, const char *features)
+{
+    if (strstr(features, "+avx2"))
+        return true;
+    if (strstr(features, "-avx2"))
+        return false;
+    return !strcmp(cpu, "x86-64-v3") || !strcmp(cpu, "x86-64-v4");
+}
+
 bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t, const char *obj_path,
                      Status *st)
 {
@@ -522,6 +535,7 @@ bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t
     }
     LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, cpu, features, LLVMCodeGenLevelAggressive,
                                                       LLVMRelocPIC, LLVMCodeModelDefault);
+    bool vector_math = t->vector_math && !strncmp(t->triple, "x86_64", 6) && has_avx2(cpu, features);
     LLVMDisposeMessage(host_cpu);
     LLVMDisposeMessage(host_features);
     if (!tm)
@@ -536,6 +550,7 @@ bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t
     c->g = g;
     c->name = o->name;
     c->st = st;
+    c->vector_math = vector_math;
     c->ctx = LLVMContextCreate();
     c->mod = LLVMModuleCreateWithNameInContext(o->name, c->ctx);
     c->b = LLVMCreateBuilderInContext(c->ctx);
@@ -544,6 +559,8 @@ bool cgl_emit_object(const IrGraph *g, const CgOptions *o, const CgLlvmTarget *t
     LLVMSetModuleDataLayout(c->mod, c->td);
     init_types(c);
     bool ok = check_graph(c, g, 1) && emit_weights(c) && emit_functions(c) && cgl_emit_api(c);
+    if (ok)
+        cgl_keep_vector_math(c);
     if (ok && LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &err)) {
         ok = st_errorf(st, ST_ERROR, "--backend llvm: internal error, invalid LLVM module: %.400s",
                        err ? err : "?");

@@ -747,6 +747,122 @@ START_TEST(test_aarch64_and_determinism)
 END_TEST
 
 /* Runs last: every elementwise op of ir/ops.def appeared in a graph above. */
+/* Vector math (CgLlvmTarget.vector_math, x86-64 with libmvec and AVX2):
+ * the float32 calls of exp, log, log1p, sin, cos, tanh, sigmoid, erf, pow
+ * and atan2 over 1003 elements (a remainder past every multiple of 8), each
+ * against the double-precision libm function rounded to float (independent
+ * of both backends) within 4 ulp, as libmvec documents its float variants;
+ * the executable must hold libmvec's expf variant (the loops vectorized
+ * through it), and an object emitted without vector_math must not name it. */
+START_TEST(test_vector_math)
+{
+#if defined(__x86_64__) && TFCC_HAVE_LIBMVEC
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2")) {
+        printf("  vector math: skipped (no AVX2 on this CPU)\n");
+        return;
+    }
+    enum { N = 1003, NOUT = 10 };
+    Status st = ST_INIT;
+    IrGraph *g = ir_graph_new(NULL, &st);
+    g->fold_on_build = false;
+    IrValue x = feed(g, "x", TCRT_F32, 1, (int64_t[]){N}, &st),
+            p = feed(g, "p", TCRT_F32, 1, (int64_t[]){N}, &st),
+            e = feed(g, "e", TCRT_F32, 1, (int64_t[]){N}, &st);
+    static const char *names[NOUT] = {"exp",  "log",     "log1p", "sin", "cos",
+                                      "tanh", "sigmoid", "erf",   "pow", "atan2"};
+    static const Op un_ops[8] = {OP_EXP, OP_LOG, OP_LOG1P, OP_SIN, OP_COS, OP_TANH, OP_SIGMOID, OP_ERF};
+    for (int i = 0; i < 8; i++)
+        fetch(g, names[i], un(g, un_ops[i], i == 1 || i == 2 ? p : x, &st), &st);
+    fetch(g, "pow", bin(g, OP_POW, p, e, &st), &st);
+    fetch(g, "atan2", bin(g, OP_ATAN2, x, e, &st), &st);
+    plan(g);
+    char dir[64] = "/tmp/tfcc-llvm-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    CgOptions o = {.name = "vm", .source_file = "test.pb"};
+    ck_assert_msg(cgc_emit(g, &o, dir, &st), "%s", st.msg);
+    char obj[128], plain[128], path[256];
+    snprintf(obj, sizeof obj, "%s/vm_llvm.o", dir);
+    snprintf(plain, sizeof plain, "%s/plain.o", dir);
+    CgLlvmTarget t = {HOST_TRIPLE, "x86-64-v3", NULL, true}, t0 = {HOST_TRIPLE, "x86-64-v3", NULL, false};
+    ck_assert_msg(cgl_emit_object(g, &o, &t, obj, &st), "%s", st.msg);
+    ck_assert_msg(cgl_emit_object(g, &o, &t0, plain, &st), "%s", st.msg);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && cc -std=c11 -O2 -I'%s' vm_main.c vm_llvm.o -o vm -L'%s' -ltcrt_fast -ltcrt -pthread "
+             "-lmvec -lm > link.log 2>&1",
+             dir, TFCC_RUNTIME_INCLUDE, TFCC_RUNTIME_LIBDIR);
+    ck_assert_msg(system(cmd) == 0, "linking the LLVM object failed (see %s/link.log)", dir);
+    size_t len;
+    const char *want_sym = "_ZGVdN8v_expf";
+    snprintf(path, sizeof path, "%s/vm", dir);
+    unsigned char *bin_exe = read_all(path, &len);
+    bool found = false;
+    for (size_t i = 0; i + strlen(want_sym) <= len && !found; i++)
+        found = memcmp(bin_exe + i, want_sym, strlen(want_sym)) == 0;
+    ck_assert_msg(found, "no %s in the executable: the loops did not vectorize through libmvec", want_sym);
+    free(bin_exe);
+    unsigned char *bin_plain = read_all(plain, &len);
+    for (size_t i = 0; i + 5 <= len; i++)
+        ck_assert_msg(memcmp(bin_plain + i, "_ZGVd", 5) != 0, "an object without vector_math names libmvec");
+    free(bin_plain);
+
+    /* x in [-20, 20), p in [0.01, 20), e in [-3, 3) (atan2: every quadrant) */
+    static float in[3][N];
+    for (int i = 0; i < N; i++) {
+        in[0][i] = -20.0f + 40.0f * (float)i / N;
+        in[1][i] = 0.01f + 20.0f * (float)((i * 7919) % N) / N;
+        in[2][i] = -3.0f + 6.0f * (float)((i * 104729) % N) / N;
+    }
+    char feeds[3][200];
+    static const char *fn[3] = {"x", "p", "e"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, fn[k]);
+        write_npy(path, TCRT_F32, 1, (int64_t[]){N}, in[k]);
+        snprintf(feeds[k], sizeof feeds[k], "%s=%s", fn[k], path);
+    }
+    char exe[128], outdir[128];
+    snprintf(exe, sizeof exe, "%s/vm", dir);
+    snprintf(outdir, sizeof outdir, "%s/out", dir);
+    char *argv[] = {exe,      "--feed", feeds[0],    "--feed", feeds[1],
+                    "--feed", feeds[2], "--out-dir", outdir,   NULL};
+    ck_assert_int_eq(run_argv(argv), 0);
+    for (int k = 0; k < NOUT; k++) {
+        char err[256];
+        tcrt_tensor r;
+        snprintf(path, sizeof path, "%s/%s.npy", outdir, names[k]);
+        ck_assert_msg(tcrt_npy_read(path, &r, err, sizeof err) == TCRT_OK, "%s", err);
+        const float *got = r.data;
+        for (int i = 0; i < N; i++) {
+            double a = in[0][i], q = in[1][i], b = in[2][i];
+            double want = k == 0   ? exp(a)
+                          : k == 1 ? log(q)
+                          : k == 2 ? log1p(q)
+                          : k == 3 ? sin(a)
+                          : k == 4 ? cos(a)
+                          : k == 5 ? tanh(a)
+                          : k == 6 ? 1 / (1 + exp(-a))
+                          : k == 7 ? erf(a)
+                          : k == 8 ? pow(q, b)
+                                   : atan2(a, b);
+            float w = (float)want;
+            int32_t ia, ib;
+            memcpy(&ia, &got[i], 4);
+            memcpy(&ib, &w, 4);
+            int64_t ua = ia < 0 ? (int64_t)INT32_MIN - ia : ia, ub = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
+            ck_assert_msg(llabs(ua - ub) <= 4, "%s(%.9g, %.9g, %.9g) [%d]: got %.9g, want %.9g", names[k], a,
+                          q, b, i, (double)got[i], (double)w);
+        }
+        free(r.data);
+    }
+    ir_graph_free(g);
+    remove_tree(dir);
+#else
+    printf("  vector math: skipped (not x86-64 with libmvec)\n");
+#endif
+}
+END_TEST
+
 START_TEST(test_elem_coverage)
 {
     for (int op = 0; op < OP_COUNT; op++)
@@ -867,6 +983,7 @@ static Suite *llvm_suite(bool with_models)
     tcase_add_test(tc, test_api);
     tcase_add_test(tc, test_aarch64_and_determinism);
     tcase_add_test(tc, test_elem_coverage);
+    tcase_add_test(tc, test_vector_math);
     suite_add_tcase(s, tc);
     if (with_models) {
         TCase *tm = tcase_create("models");
