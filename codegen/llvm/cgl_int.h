@@ -21,10 +21,10 @@
 
 #define CGL_MAX_REGIONS 4096
 
-/* The module being built. */
 /* libmvec variants a module may name (cgl_elem.c's table) */
 #define CGL_MAX_VEC_FNS 9
 
+/* The module being built. */
 typedef struct CglCtx {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
