@@ -124,7 +124,7 @@ static LLVMValueRef intrinsic(CglCtx *c, const char *name, LLVMValueRef *xs, uns
     LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &t, 1);
     LLVMTypeRef ft = LLVMIntrinsicGetType(c->ctx, id, &t, 1);
     LLVMValueRef call = LLVMBuildCall2(c->b, ft, fn, xs, n, "");
-    if (t == c->f32) {
+    if (c->vector_math && t == c->f32) {
         char scalar[48];
         snprintf(scalar, sizeof scalar, "%s.f32", name);
         vector_variant(c, call, scalar);

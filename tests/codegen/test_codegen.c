@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "float_bits.h"
 #include "codegen/codegen.h"
 #include "passes/passes.h"
 #include "targets/targets.h"
@@ -373,17 +374,6 @@ START_TEST(test_large_elementwise_threads)
 }
 END_TEST
 
-/* Distance in units in the last place between two finite floats (as ordered
- * integers; +0 and -0 are 0 apart). */
-static int64_t ulps_apart(float a, float b)
-{
-    int32_t ia, ib;
-    memcpy(&ia, &a, 4);
-    memcpy(&ib, &b, 4);
-    int64_t x = ia < 0 ? (int64_t)INT32_MIN - ia : ia, y = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
-    return x > y ? x - y : y - x;
-}
-
 static double sigmoid_d(double a)
 {
     return 1 / (1 + exp(-a));
@@ -452,10 +442,7 @@ START_TEST(test_vector_math)
 #if TFCC_HAVE_LIBMVEC && !defined(__SANITIZE_ADDRESS__)
     snprintf(path, sizeof path, "%s/vmath", dir);
     char *bin = slurp(path, &len);
-    bool found = false;
-    for (size_t i = 0; i + 6 <= len && !found; i++)
-        found = memcmp(bin + i, "v_expf", 6) == 0;
-    ck_assert_msg(found, "no libmvec expf variant in the executable");
+    ck_assert_msg(bytes_contain(bin, len, "v_expf"), "no libmvec expf variant in the executable");
     free(bin);
 #endif
 

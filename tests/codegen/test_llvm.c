@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "float_bits.h"
 #include "codegen/codegen.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/onnx/onnx.h"
@@ -105,6 +106,18 @@ static void emit_llvm(const IrGraph *g, const char *name, const char *triple, co
     ck_assert_msg(cgl_emit_object(g, &o, &t, obj, &st), "%s", st.msg);
 }
 
+/* Links dir/NAME_main.c and dir/NAME_llvm.o with the runtime into
+ * dir/NAME_llvm (libs: extra libraries before -lm). */
+static void link_llvm(const char *dir, const char *name, const char *libs)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && cc -std=c11 -O2 -I'%s' %s_main.c %s_llvm.o -o %s_llvm -L'%s' "
+             "-ltcrt_fast -ltcrt -pthread %s -lm > link.log 2>&1",
+             dir, TFCC_RUNTIME_INCLUDE, name, name, name, TFCC_RUNTIME_LIBDIR, libs);
+    ck_assert_msg(system(cmd) == 0, "linking the LLVM object failed (see %s/link.log)", dir);
+}
+
 static void build_both(const IrGraph *g, const char *name, Built *b)
 {
     memset(b, 0, sizeof *b);
@@ -125,13 +138,8 @@ static void build_both(const IrGraph *g, const char *name, Built *b)
     emit_llvm(g, name, HOST_TRIPLE, HOST_CPU, obj);
     b->llvm_s = now_s() - t0;
     snprintf(b->exe_l, sizeof b->exe_l, "%s/%s_llvm", b->dir, name);
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && cc -std=c11 -O2 -I'%s' %s_main.c %s_llvm.o -o %s_llvm -L'%s' "
-             "-ltcrt_fast -ltcrt -pthread -lm > link.log 2>&1",
-             b->dir, TFCC_RUNTIME_INCLUDE, name, name, name, TFCC_RUNTIME_LIBDIR);
     t0 = now_s();
-    ck_assert_msg(system(cmd) == 0, "linking the LLVM object failed (see %s/link.log)", b->dir);
+    link_llvm(b->dir, name, "");
     b->link_s = now_s() - t0;
 }
 
@@ -746,7 +754,6 @@ START_TEST(test_aarch64_and_determinism)
 }
 END_TEST
 
-/* Runs last: every elementwise op of ir/ops.def appeared in a graph above. */
 /* Vector math (CgLlvmTarget.vector_math, x86-64 with libmvec and AVX2):
  * the float32 calls of exp, log, log1p, sin, cos, tanh, sigmoid, erf, pow
  * and atan2 over 1003 elements (a remainder past every multiple of 8), each
@@ -787,24 +794,15 @@ START_TEST(test_vector_math)
     CgLlvmTarget t = {HOST_TRIPLE, "x86-64-v3", NULL, true}, t0 = {HOST_TRIPLE, "x86-64-v3", NULL, false};
     ck_assert_msg(cgl_emit_object(g, &o, &t, obj, &st), "%s", st.msg);
     ck_assert_msg(cgl_emit_object(g, &o, &t0, plain, &st), "%s", st.msg);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && cc -std=c11 -O2 -I'%s' vm_main.c vm_llvm.o -o vm -L'%s' -ltcrt_fast -ltcrt -pthread "
-             "-lmvec -lm > link.log 2>&1",
-             dir, TFCC_RUNTIME_INCLUDE, TFCC_RUNTIME_LIBDIR);
-    ck_assert_msg(system(cmd) == 0, "linking the LLVM object failed (see %s/link.log)", dir);
+    link_llvm(dir, "vm", "-lmvec");
     size_t len;
-    const char *want_sym = "_ZGVdN8v_expf";
-    snprintf(path, sizeof path, "%s/vm", dir);
+    snprintf(path, sizeof path, "%s/vm_llvm", dir);
     unsigned char *bin_exe = read_all(path, &len);
-    bool found = false;
-    for (size_t i = 0; i + strlen(want_sym) <= len && !found; i++)
-        found = memcmp(bin_exe + i, want_sym, strlen(want_sym)) == 0;
-    ck_assert_msg(found, "no %s in the executable: the loops did not vectorize through libmvec", want_sym);
+    ck_assert_msg(bytes_contain(bin_exe, len, "_ZGVdN8v_expf"),
+                  "no _ZGVdN8v_expf in the executable: the loops did not vectorize through libmvec");
     free(bin_exe);
     unsigned char *bin_plain = read_all(plain, &len);
-    for (size_t i = 0; i + 5 <= len; i++)
-        ck_assert_msg(memcmp(bin_plain + i, "_ZGVd", 5) != 0, "an object without vector_math names libmvec");
+    ck_assert_msg(!bytes_contain(bin_plain, len, "_ZGVd"), "an object without vector_math names libmvec");
     free(bin_plain);
 
     /* x in [-20, 20), p in [0.01, 20), e in [-3, 3) (atan2: every quadrant) */
@@ -822,7 +820,7 @@ START_TEST(test_vector_math)
         snprintf(feeds[k], sizeof feeds[k], "%s=%s", fn[k], path);
     }
     char exe[128], outdir[128];
-    snprintf(exe, sizeof exe, "%s/vm", dir);
+    snprintf(exe, sizeof exe, "%s/vm_llvm", dir);
     snprintf(outdir, sizeof outdir, "%s/out", dir);
     char *argv[] = {exe,      "--feed", feeds[0],    "--feed", feeds[1],
                     "--feed", feeds[2], "--out-dir", outdir,   NULL};
@@ -845,13 +843,9 @@ START_TEST(test_vector_math)
                           : k == 7 ? erf(a)
                           : k == 8 ? pow(q, b)
                                    : atan2(a, b);
-            float w = (float)want;
-            int32_t ia, ib;
-            memcpy(&ia, &got[i], 4);
-            memcpy(&ib, &w, 4);
-            int64_t ua = ia < 0 ? (int64_t)INT32_MIN - ia : ia, ub = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
-            ck_assert_msg(llabs(ua - ub) <= 4, "%s(%.9g, %.9g, %.9g) [%d]: got %.9g, want %.9g", names[k], a,
-                          q, b, i, (double)got[i], (double)w);
+            ck_assert_msg(ulps_apart(got[i], (float)want) <= 4,
+                          "%s(%.9g, %.9g, %.9g) [%d]: got %.9g, want %.9g", names[k], a, q, b, i,
+                          (double)got[i], (double)(float)want);
         }
         free(r.data);
     }
@@ -863,6 +857,7 @@ START_TEST(test_vector_math)
 }
 END_TEST
 
+/* Runs last: every elementwise op of ir/ops.def appeared in a graph above. */
 START_TEST(test_elem_coverage)
 {
     for (int op = 0; op < OP_COUNT; op++)
