@@ -216,7 +216,8 @@ void tcrt_kmm_run(int64_t M, int64_t N, int64_t K, const float *A, const float *
  * [K,M], B [K,N] or, when tb, [N,K]; nth: the team size whose pool runs it
  * (1: the caller alone).  ws (ws_bytes long) holds the packed operands:
  * tcrt_sgemm_workspace bytes run the preferred blocking (shapes only, no
- * CPU query; 0 when a size overflows), less runs narrower N blocks, and a
+ * CPU query; 0 when a size overflows), less runs without the A store kept
+ * across N blocks, then narrower N blocks, and a
  * workspace too small for one micro-panel, or M, N or K < 1, returns false
  * without touching C. */
 bool tcrt_sgemm_avx512(int64_t M, int64_t N, int64_t K, const float *A, bool ta, const float *B, bool tb,

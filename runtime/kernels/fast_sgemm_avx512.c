@@ -23,7 +23,13 @@
  *     call q of panel p copies row q of panel p + 1 along with its FMAs,
  *     one line per 16 k steps, prefetched 8 lines ahead, so the copy's
  *     cache misses overlap the arithmetic (measured: packing all of A per
- *     K block into one array cost 6-10%, every store missing);
+ *     K block into one array up front cost 6-10%, every store missing);
+ *   - the A store: when the workspace holds all of M's panels for one K
+ *     block (sg_store_bytes; only with more than one N block), the first
+ *     N block's riding copy writes each panel into its slot there instead
+ *     and the later N blocks read it, each call prefetching a 1/14 of the
+ *     next panel into L2: A is copied once per K block instead of once
+ *     per (K block, N block); 2048^3 +1-4% (median 2%) at 1 and 2 threads;
  *   - C: the first K block stores raw sums, later ones add C's values
  *     (prefetched at kernel entry), the last applies bias and activation at
  *     the one store; edges use masked loads/stores (columns) and skip rows
@@ -36,7 +42,8 @@
  * into its own L2; A buffers are indexed by tid.
  * Invariant: tcrt_sgemm_workspace is plain arithmetic on the shapes (no
  * CPU query; buffers for TCRT_MAX_THREADS), so a planner and the
- * executable agree; a smaller workspace runs narrower N blocks.
+ * executable agree; a smaller workspace runs without the A store, then
+ * narrower N blocks.
  */
 #include "fast_conv_int.h"
 #include "tcrt_pool.h"
@@ -83,13 +90,26 @@ static size_t sg_abuf_bytes(int64_t kc, int slots)
     return 128 + (size_t)(2 * slots) * (size_t)(SG_MR * div_up(kc, 16) * 16) * sizeof(float);
 }
 
-/* Block sizes for a workspace of ws bytes: nc shrinks (balanced) when the
- * preferred N block does not fit; false when not even one B micro-panel
- * does. */
-static bool sg_plan(int64_t N, int64_t K, int slots, size_t ws, int64_t *kc, int64_t *nc)
+/* Bytes of the packed A store of one K block (all of M's panels), kept
+ * across its N blocks; 0 when there is only one N block. */
+static size_t sg_store_bytes(int64_t M, int64_t N, int64_t kc, int64_t nc)
+{
+    return N > nc ? (size_t)(div_up(M, SG_MR) * SG_MR * div_up(kc, 16) * 16) * sizeof(float) : 0;
+}
+
+/* Block sizes for a workspace of ws bytes, and whether the A store fits
+ * (*store: its bytes, or 0): with the preferred N blocks and the store when
+ * all of it fits, else nc shrinks (balanced) to what fits without the
+ * store; false when not even one B micro-panel does. */
+static bool sg_plan(int64_t M, int64_t N, int64_t K, int slots, size_t ws, int64_t *kc, int64_t *nc,
+                    size_t *store)
 {
     sg_blocks(N, K, kc, nc);
     size_t a = sg_abuf_bytes(*kc, slots), panel = (size_t)(*kc * SG_NR) * sizeof(float);
+    *store = sg_store_bytes(M, N, *kc, *nc);
+    if (*store > 0 && ws >= a + *store + (size_t)(*nc / SG_NR) * panel)
+        return true;
+    *store = 0;
     if (ws < a + panel)
         return false;
     int64_t fit = (int64_t)((ws - a) / panel);
@@ -104,7 +124,8 @@ size_t tcrt_sgemm_workspace(int64_t M, int64_t N, int64_t K)
         return 0;
     int64_t kc, nc;
     sg_blocks(N, K, &kc, &nc);
-    return sg_abuf_bytes(kc, TCRT_MAX_THREADS) + (size_t)(nc * kc) * sizeof(float);
+    return sg_abuf_bytes(kc, TCRT_MAX_THREADS) + (size_t)(nc * kc) * sizeof(float) +
+           sg_store_bytes(M, N, kc, nc);
 }
 
 static inline __m512 sg_act(__m512 v, int act, float alpha)
@@ -167,17 +188,18 @@ static void sg_kernel(int64_t mr, int64_t nc, int64_t kc, const float *restrict 
     }
     for (int64_t k = 0; k < kc; k += 16, a += SG_MR * 16) {
         int64_t steps = kc - k < 16 ? kc - k : 16;
+        /* the next call's row into L2, a line per group, so that its
+         * whole row (not only the first lines) is near when that call
+         * starts: 2048^3 +0.4-2% at 1 and 2 threads (alternating calls of
+         * both builds, medians of 30, 4 runs); or a span of the next
+         * stored A panel */
+        if (e->npf)
+            _mm_prefetch((const char *)(e->npf + k), _MM_HINT_T1);
         if (e->ndst) {
             /* the row's line SG_PF_GROUPS groups on, so that the load
              * below hits however far away the row was */
             if (e->nsrc && k + 16 * SG_PF_GROUPS < kc)
                 _mm_prefetch((const char *)(e->nsrc + k + 16 * SG_PF_GROUPS), _MM_HINT_T0);
-            /* and the next call's row into L2, a line per group, so that
-             * its whole row (not only the first lines) is near when that
-             * call starts: 2048^3 +0.4-2% at 1 and 2 threads (alternating
-             * calls of both builds, medians of 30, 4 runs) */
-            if (e->npf)
-                _mm_prefetch((const char *)(e->npf + k), _MM_HINT_T1);
             _mm512_store_ps(e->ndst + k * SG_MR,
                             e->nsrc ? _mm512_maskz_loadu_ps(sg_mask(steps), e->nsrc + k) : _mm512_setzero_ps());
         }
@@ -215,6 +237,7 @@ typedef struct SgJob {
     const float *A, *B, *bias;
     bool ta, tb;
     float *C, *abuf, *bpack; /* abuf: two packed A panels per thread; bpack [nc/32][kc][32] */
+    float *astore;           /* all A panels of the K block (NULL: none; sg_store_bytes) */
     int act;
     float alpha;
     int64_t panels;                   /* A micro-panels, div_up(M, 14) */
@@ -398,41 +421,55 @@ static int64_t sg_chunk(int64_t panels, int64_t nth, int64_t task, int64_t *p0, 
     return n; /* not reached: task < n */
 }
 
-/* Compute task: A micro-panels [task * per_chunk, ...) against every B
- * micro-panel of the current N block, in the thread's two panel buffers
- * (small and hot: packing into one big array for all N blocks made every
- * store miss).  The first panel is packed up front; with A not transposed
- * call q of panel p packs row q of panel p + 1 along with its FMAs (rows
- * left over when the block has fewer than 14 micro-panels are packed
- * after the calls), so the copy's cache misses overlap the arithmetic;
- * A^T panels go through pack_a's transpose between panels. */
+/* Compute task: the A micro-panels of chunk `task` (sg_chunk) against
+ * every B micro-panel of the current N block, packed into the thread's two
+ * panel buffers (small and hot: packing into one big array up front made
+ * every store miss) or, with the A store, into the panels' slots there in
+ * the first N block and read from them in the later ones.  The first
+ * panel is packed up front; with A not transposed call q of panel p packs
+ * row q of panel p + 1 along with its FMAs (rows left over when the block
+ * has fewer than 14 micro-panels are packed after the calls), so the
+ * copy's cache misses overlap the arithmetic; A^T panels go through
+ * pack_a's transpose between panels. */
 static void sg_compute_task(void *ctx, int64_t task, int tid)
 {
     const SgJob *j = ctx;
     SgEpi e = {NULL, j->act, j->alpha, j->k0 > 0, j->k0 + j->kcur >= j->K, NULL, NULL, NULL};
     int64_t p0, p1;
     sg_chunk(j->panels, j->nth, task, &p0, &p1);
-    float *a = j->abuf + 2 * tid * j->apanel, *next = a + j->apanel;
-    pack_a(j, p0 * SG_MR, a);
+    /* with the store, the first N block packs each panel into its slot
+     * there and the later ones only read it */
+    bool packed = j->astore && j->n0 > 0;
+    float *a = j->astore ? j->astore + p0 * j->apanel : j->abuf + 2 * tid * j->apanel;
+    float *other = j->abuf + (2 * tid + 1) * j->apanel;
+    int64_t span = j->apanel / SG_MR; /* floats of one panel row's slot run */
+    if (!packed)
+        pack_a(j, p0 * SG_MR, a);
     for (int64_t p = p0; p < p1; p++) {
         int64_t m0 = p * SG_MR, mr = j->M - m0 < SG_MR ? j->M - m0 : SG_MR;
-        bool ride = !j->ta && p + 1 < p1;
+        float *next = j->astore ? a + j->apanel : other;
+        bool ride = !packed && !j->ta && p + 1 < p1;
         for (int64_t q = 0; q < j->bpanels; q++) {
             int64_t n0 = j->n0 + q * SG_NR, nc = j->N - n0 < SG_NR ? j->N - n0 : SG_NR;
             e.bias = j->bias ? j->bias + n0 : NULL;
             e.ndst = ride && q < SG_MR ? next + q * 16 : NULL;
             e.nsrc = e.ndst && m0 + SG_MR + q < j->M ? j->A + (m0 + SG_MR + q) * j->K + j->k0 : NULL;
-            e.npf = e.nsrc && q + 1 < SG_MR && m0 + SG_MR + q + 1 < j->M ? e.nsrc + j->K : NULL;
+            if (packed)
+                e.npf = p + 1 < p1 && q < SG_MR ? next + q * span : NULL;
+            else
+                e.npf = e.nsrc && q + 1 < SG_MR && m0 + SG_MR + q + 1 < j->M ? e.nsrc + j->K : NULL;
             sg_kernel(mr, nc, j->kcur, a, j->bpack + q * j->kcur * SG_NR, j->C + m0 * j->N + n0, j->N, &e);
         }
         if (p + 1 < p1) {
             if (ride)
                 for (int64_t r = j->bpanels; r < SG_MR; r++)
                     pack_a_row(j, p + 1, r, next);
-            else
+            else if (!packed)
                 pack_a(j, m0 + SG_MR, next);
-            float *t = a;
-            a = next, next = t;
+            if (j->astore)
+                a = next;
+            else
+                other = a, a = next;
         }
     }
 }
@@ -442,7 +479,8 @@ bool tcrt_sgemm_avx512(int64_t M, int64_t N, int64_t K, const float *A, bool ta,
 {
     SgJob j;
     int slots = sg_slots(nth);
-    if (M <= 0 || N <= 0 || K <= 0 || !ws || !sg_plan(N, K, slots, ws_bytes, &j.kc, &j.nc))
+    size_t store;
+    if (M <= 0 || N <= 0 || K <= 0 || !ws || !sg_plan(M, N, K, slots, ws_bytes, &j.kc, &j.nc, &store))
         return false;
     j.M = M, j.N = N, j.K = K, j.A = A, j.B = B, j.ta = ta, j.tb = tb, j.C = C, j.bias = bias, j.act = act,
     j.alpha = alpha;
@@ -450,6 +488,7 @@ bool tcrt_sgemm_avx512(int64_t M, int64_t N, int64_t K, const float *A, bool ta,
     j.apanel = SG_MR * div_up(j.kc, 16) * 16; /* a multiple of 16 floats: buffers stay aligned */
     j.abuf = (float *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
     j.bpack = j.abuf + 2 * slots * j.apanel;
+    j.astore = store ? j.bpack + j.nc * j.kc : NULL;
     j.nth = nth;
     int64_t p0, p1;
     j.chunks = sg_chunk(j.panels, nth, -1, &p0, &p1);

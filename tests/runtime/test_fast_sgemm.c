@@ -7,7 +7,9 @@
  * order: |fast - ref| <= (1e-5 + 1e-6 K) (1 + |ref|), far below the error
  * of one wrong or missing product.  Cases:
  *   - the kernel itself (tcrt_sgemm_avx512) on 1x1x1, random M, N, K in
- *     1..70, 97, 129, 257 and sizes that cross the K and N blocks, every
+ *     1..70, 97, 129, 257 and sizes that cross the K and N blocks (with
+ *     the preferred workspace the A store is kept across N blocks, with
+ *     3/4 of it narrower N blocks run without the store), every
  *     transpose, bias and each activation, with 1, 2 and 3 threads (3: an
  *     odd count, two threads taking chunks of A panels from the front and
  *     one from the back; M up to 300, 22 panels in 12 chunks); skipped
@@ -116,8 +118,19 @@ START_TEST(sgemm_direct)
         return;
     }
     static const int64_t fixed[][3] = {
-        {1, 1, 1},    {14, 32, 16},  {15, 33, 17},  {97, 129, 257}, {129, 97, 31},
-        {257, 65, 9}, {28, 1000, 1}, {3, 700, 530}, {300, 40, 1100},
+        {1, 1, 1},
+        {14, 32, 16},
+        {15, 33, 17},
+        {97, 129, 257},
+        {129, 97, 31},
+        {257, 65, 9},
+        {28, 1000, 1},
+        {3, 700, 530},
+        {300, 40, 1100},
+        /* three N blocks and two K blocks (261, 260): the A store, a last
+         * panel of 3 rows; at 3/4 of the workspace narrower N blocks
+         * without it */
+        {45, 2100, 521},
     };
     for (int t = 1; t <= 3; t++) {
         tcrt_set_threads(t);
