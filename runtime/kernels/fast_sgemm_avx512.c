@@ -435,11 +435,16 @@ static void sg_compute_task(void *ctx, int64_t task, int tid)
 {
     const SgJob *j = ctx;
     SgEpi e = {NULL, j->act, j->alpha, j->k0 > 0, j->k0 + j->kcur >= j->K, NULL, NULL, NULL};
-    int64_t p0, p1;
-    sg_chunk(j->panels, j->nth, task, &p0, &p1);
     /* with the store, the first N block packs each panel into its slot
-     * there and the later ones only read it */
+     * there and the later ones only read it: one panel per task then, so
+     * that the threads finish within a panel of each other (no first panel
+     * to pack up front); the pool hands out even tids' tasks from the
+     * front and odd tids' from the back, so a thread's next panel is
+     * likely p + 1 or p - 1, which its calls prefetch */
     bool packed = j->astore && j->n0 > 0;
+    int64_t p0 = task, p1 = task + 1, guess = tid % 2 ? task - 1 : task + 1;
+    if (!packed)
+        sg_chunk(j->panels, j->nth, task, &p0, &p1);
     float *a = j->astore ? j->astore + p0 * j->apanel : j->abuf + 2 * tid * j->apanel;
     float *other = j->abuf + (2 * tid + 1) * j->apanel;
     int64_t span = j->apanel / SG_MR; /* floats of one panel row's slot run */
@@ -455,7 +460,9 @@ static void sg_compute_task(void *ctx, int64_t task, int tid)
             e.ndst = ride && q < SG_MR ? next + q * 16 : NULL;
             e.nsrc = e.ndst && m0 + SG_MR + q < j->M ? j->A + (m0 + SG_MR + q) * j->K + j->k0 : NULL;
             if (packed)
-                e.npf = p + 1 < p1 && q < SG_MR ? next + q * span : NULL;
+                e.npf = guess >= 0 && guess < j->panels && q < SG_MR
+                            ? j->astore + guess * j->apanel + q * span
+                            : NULL;
             else
                 e.npf = e.nsrc && q + 1 < SG_MR && m0 + SG_MR + q + 1 < j->M ? e.nsrc + j->K : NULL;
             sg_kernel(mr, nc, j->kcur, a, j->bpack + q * j->kcur * SG_NR, j->C + m0 * j->N + n0, j->N, &e);
@@ -498,7 +505,7 @@ bool tcrt_sgemm_avx512(int64_t M, int64_t N, int64_t K, const float *A, bool ta,
             j.ncur = N - j.n0 < j.nc ? N - j.n0 : j.nc;
             j.bpanels = div_up(j.ncur, SG_NR);
             tcrt_parallel_tasks(j.bpanels, sg_pack_task, &j);
-            tcrt_parallel_tasks(j.chunks, sg_compute_task, &j);
+            tcrt_parallel_tasks(j.astore && j.n0 > 0 ? j.panels : j.chunks, sg_compute_task, &j);
         }
     }
     return true;
