@@ -37,9 +37,9 @@
  * Transposes change only the packing: B^T and A^T go through an
  * in-register 16 x 16 transpose (A^T panels between panels, not riding).
  * Threads: per (K block, N block) two tcrt_parallel_tasks runs, packing B
- * then computing; compute tasks are chunks of A micro-panels handed out
- * dynamically (sg_chunk: shrinking towards the middle), every thread reading the shared B block
- * into its own L2; A buffers are indexed by tid.
+ * then computing; a compute task per thread claims A micro-panels one at a
+ * time from a shared counter (sg_compute_task), every thread reading the
+ * shared B block into its own L2; A buffers are indexed by tid.
  * Invariant: tcrt_sgemm_workspace is plain arithmetic on the shapes (no
  * CPU query; buffers for TCRT_MAX_THREADS), so a planner and the
  * executable agree; a smaller workspace runs without the A store, then
@@ -49,6 +49,7 @@
 #include "tcrt_pool.h"
 
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define SG_MR 14
@@ -243,7 +244,8 @@ typedef struct SgJob {
     int64_t panels;                   /* A micro-panels, div_up(M, 14) */
     int64_t k0, kcur, n0, ncur;       /* current K block and N block */
     int64_t apanel;                   /* floats of a packed A panel: 14 x kc rounded up to 16 */
-    int64_t bpanels, chunks, nth;
+    int64_t bpanels, nth;
+    _Atomic int64_t next_panel; /* the compute tasks' next A panel to claim */
 } SgJob;
 
 /* Prefetches the n bytes at p into L2, a line at a time. */
@@ -374,110 +376,61 @@ static void pack_a_row(const SgJob *j, int64_t p, int64_t r, float *dst)
                         src ? _mm512_maskz_loadu_ps(sg_mask(j->kcur - k), src + k) : _mm512_setzero_ps());
 }
 
-/* Chunks of A micro-panels for nth threads (the compute tasks), sizes
- * shrinking towards the middle: the pool hands tasks out from both ends
- * (tcrt_parallel_tasks: even tids from the front, odd tids from the back),
- * so the chunks are taken in the order front, back, front, ..., and each
- * takes 1 / (2 nth) of the panels left, at least one.  The threads meet
- * on one-panel chunks: the last chunk one thread waits for is small.
- * Equal chunks of panels / (4 nth) left one thread of two idle for up to a
- * chunk at every (K, N) block: 2048^3, 147 panels in chunks of 19, split
- * 76 / 71.  Returns the number of chunks; with task >= 0 also its panel
- * range [*p0, *p1) (chunk i from the front or from the back, whichever
- * side it lies on). */
-static int64_t sg_chunk(int64_t panels, int64_t nth, int64_t task, int64_t *p0, int64_t *p1)
-{
-    *p0 = 0, *p1 = panels;
-    if (nth <= 1)
-        return 1;
-    int64_t left = panels, front = 0, back = panels, n = 0, nf = 0;
-    /* count first: a task's side depends on how many chunks come from the front */
-    for (int side = 0; left > 0; side ^= 1, n++) {
-        int64_t sz = div_up(left, 2 * nth);
-        left -= sz;
-        nf += side == 0;
-    }
-    if (task < 0)
-        return n;
-    int64_t want = task < nf ? task : n - 1 - task; /* index along its side */
-    left = panels;
-    for (int64_t i = 0, fi = 0, bi = 0; left > 0; i++) {
-        int64_t sz = div_up(left, 2 * nth);
-        left -= sz;
-        if (i % 2 == 0) {
-            if (task < nf && fi++ == want) {
-                *p0 = front, *p1 = front + sz;
-                return n;
-            }
-            front += sz;
-        } else {
-            if (task >= nf && bi++ == want) {
-                *p0 = back - sz, *p1 = back;
-                return n;
-            }
-            back -= sz;
-        }
-    }
-    return n; /* not reached: task < n */
-}
-
-/* Compute task: the A micro-panels of chunk `task` (sg_chunk) against
- * every B micro-panel of the current N block, packed into the thread's two
- * panel buffers (small and hot: packing into one big array up front made
- * every store miss) or, with the A store, into the panels' slots there in
- * the first N block and read from them in the later ones.  The first
- * panel is packed up front; with A not transposed call q of panel p packs
- * row q of panel p + 1 along with its FMAs (rows left over when the block
- * has fewer than 14 micro-panels are packed after the calls), so the
- * copy's cache misses overlap the arithmetic; A^T panels go through
- * pack_a's transpose between panels. */
+/* Compute task (one per thread of the team): A micro-panels claimed one
+ * at a time from the job's shared counter, each against every B
+ * micro-panel of the current N block, so that the threads end within a
+ * panel or two of each other.  A thread claims its next panel when it
+ * starts the current one: with A not transposed, call q of the current
+ * panel packs row q of the next one along with its FMAs (rows left over
+ * when the block has fewer than 14 micro-panels are packed after the
+ * calls), so the copy's cache misses overlap the arithmetic; A^T panels go
+ * through pack_a's transpose between panels; a thread's first panel is
+ * packed up front.  Panels go into the thread's two panel buffers (small
+ * and hot: packing into one big array up front made every store miss) or,
+ * with the A store, into their slots there in the first N block, and the
+ * later N blocks only read them, each call prefetching a 1/14 of the next
+ * panel into L2. */
 static void sg_compute_task(void *ctx, int64_t task, int tid)
 {
-    const SgJob *j = ctx;
+    SgJob *j = ctx;
+    (void)task;
     SgEpi e = {NULL, j->act, j->alpha, j->k0 > 0, j->k0 + j->kcur >= j->K, NULL, NULL, NULL};
-    /* with the store, the first N block packs each panel into its slot
-     * there and the later ones only read it: one panel per task then, so
-     * that the threads finish within a panel of each other (no first panel
-     * to pack up front); the pool hands out even tids' tasks from the
-     * front and odd tids' from the back, so a thread's next panel is
-     * likely p + 1 or p - 1, which its calls prefetch */
     bool packed = j->astore && j->n0 > 0;
-    int64_t p0 = task, p1 = task + 1, guess = tid % 2 ? task - 1 : task + 1;
-    if (!packed)
-        sg_chunk(j->panels, j->nth, task, &p0, &p1);
-    float *a = j->astore ? j->astore + p0 * j->apanel : j->abuf + 2 * tid * j->apanel;
+    int64_t p = atomic_fetch_add_explicit(&j->next_panel, 1, memory_order_relaxed);
+    if (p >= j->panels)
+        return;
+    float *a = j->astore ? j->astore + p * j->apanel : j->abuf + 2 * tid * j->apanel;
     float *other = j->abuf + (2 * tid + 1) * j->apanel;
     int64_t span = j->apanel / SG_MR; /* floats of one panel row's slot run */
     if (!packed)
-        pack_a(j, p0 * SG_MR, a);
-    for (int64_t p = p0; p < p1; p++) {
-        int64_t m0 = p * SG_MR, mr = j->M - m0 < SG_MR ? j->M - m0 : SG_MR;
-        float *next = j->astore ? a + j->apanel : other;
-        bool ride = !packed && !j->ta && p + 1 < p1;
+        pack_a(j, p * SG_MR, a);
+    while (p < j->panels) {
+        int64_t np = atomic_fetch_add_explicit(&j->next_panel, 1, memory_order_relaxed);
+        int64_t m0 = p * SG_MR, mr = j->M - m0 < SG_MR ? j->M - m0 : SG_MR, nm0 = np * SG_MR;
+        bool more = np < j->panels, ride = more && !packed && !j->ta;
+        float *next = !more ? NULL : j->astore ? j->astore + np * j->apanel : other;
         for (int64_t q = 0; q < j->bpanels; q++) {
             int64_t n0 = j->n0 + q * SG_NR, nc = j->N - n0 < SG_NR ? j->N - n0 : SG_NR;
             e.bias = j->bias ? j->bias + n0 : NULL;
             e.ndst = ride && q < SG_MR ? next + q * 16 : NULL;
-            e.nsrc = e.ndst && m0 + SG_MR + q < j->M ? j->A + (m0 + SG_MR + q) * j->K + j->k0 : NULL;
+            e.nsrc = e.ndst && nm0 + q < j->M ? j->A + (nm0 + q) * j->K + j->k0 : NULL;
             if (packed)
-                e.npf = guess >= 0 && guess < j->panels && q < SG_MR
-                            ? j->astore + guess * j->apanel + q * span
-                            : NULL;
+                e.npf = more && q < SG_MR ? next + q * span : NULL;
             else
-                e.npf = e.nsrc && q + 1 < SG_MR && m0 + SG_MR + q + 1 < j->M ? e.nsrc + j->K : NULL;
+                e.npf = e.nsrc && q + 1 < SG_MR && nm0 + q + 1 < j->M ? e.nsrc + j->K : NULL;
             sg_kernel(mr, nc, j->kcur, a, j->bpack + q * j->kcur * SG_NR, j->C + m0 * j->N + n0, j->N, &e);
         }
-        if (p + 1 < p1) {
+        if (more) {
             if (ride)
                 for (int64_t r = j->bpanels; r < SG_MR; r++)
-                    pack_a_row(j, p + 1, r, next);
+                    pack_a_row(j, np, r, next);
             else if (!packed)
-                pack_a(j, m0 + SG_MR, next);
-            if (j->astore)
-                a = next;
-            else
-                other = a, a = next;
+                pack_a(j, nm0, next);
+            if (!j->astore)
+                other = a;
+            a = next;
         }
+        p = np;
     }
 }
 
@@ -497,15 +450,14 @@ bool tcrt_sgemm_avx512(int64_t M, int64_t N, int64_t K, const float *A, bool ta,
     j.bpack = j.abuf + 2 * slots * j.apanel;
     j.astore = store ? j.bpack + j.nc * j.kc : NULL;
     j.nth = nth;
-    int64_t p0, p1;
-    j.chunks = sg_chunk(j.panels, nth, -1, &p0, &p1);
     for (j.k0 = 0; j.k0 < K; j.k0 += j.kcur) {
         j.kcur = K - j.k0 < j.kc ? K - j.k0 : j.kc;
         for (j.n0 = 0; j.n0 < N; j.n0 += j.ncur) {
             j.ncur = N - j.n0 < j.nc ? N - j.n0 : j.nc;
             j.bpanels = div_up(j.ncur, SG_NR);
             tcrt_parallel_tasks(j.bpanels, sg_pack_task, &j);
-            tcrt_parallel_tasks(j.astore && j.n0 > 0 ? j.panels : j.chunks, sg_compute_task, &j);
+            atomic_store_explicit(&j.next_panel, 0, memory_order_relaxed);
+            tcrt_parallel_tasks(j.nth, sg_compute_task, &j);
         }
     }
     return true;
