@@ -11,8 +11,8 @@
  *     the preferred workspace the A store is kept across N blocks, with
  *     3/4 of it narrower N blocks run without the store), every
  *     transpose, bias and each activation, with 1, 2 and 3 threads (3: an
- *     odd count, two threads taking chunks of A panels from the front and
- *     one from the back; M up to 300, 22 panels in 12 chunks); skipped
+ *     odd count, three threads claiming A panels from one counter; M up to
+ *     300, 22 panels); skipped
  *     where the CPU or the build has no AVX-512;
  *   - tcrt_fast_matmul on shapes that take it (batch dims with broadcast,
  *     transposes, epilogues), with the new GEMM on and off
