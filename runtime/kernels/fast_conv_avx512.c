@@ -28,6 +28,7 @@
  * unrolled by 4; the tile of C is prefetched at entry and, when resuming
  * (load_c), added after the loop, so its load latency overlaps the FMAs.
  */
+#include "fast_avx512_int.h"
 #include "fast_conv_int.h"
 
 #include <immintrin.h>
@@ -44,29 +45,6 @@
  * with residual 0.94 -> 0.87 ms; 16 lines no better than 8). */
 #define PF_MAX_LINES 8
 
-/* act is a constant in each inlined copy (the epilogues switch on the
- * activation once per call, not per vector) */
-static inline __attribute__((always_inline)) __m512 apply_act(__m512 v, int act, __m512 alpha)
-{
-    switch (act) {
-    case TCRT_ACT_RELU:
-        return _mm512_max_ps(v, _mm512_setzero_ps());
-    case TCRT_ACT_RELU6:
-        return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(_mm512_setzero_ps(), v));
-    case TCRT_ACT_LEAKY: {
-        __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-        return _mm512_mask_mul_ps(v, neg, v, alpha);
-    }
-    default:
-        return v;
-    }
-}
-
-static inline __mmask16 col_mask(int64_t n)
-{
-    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
-
 /* Epilogue of one row (panels acc[0..np)) into dst: + bias + residual,
  * activation, masked store. */
 static inline __attribute__((always_inline)) void store_row(const __m512 *acc, int np, const __m512 *bias,
@@ -78,7 +56,7 @@ static inline __attribute__((always_inline)) void store_row(const __m512 *acc, i
         __m512 v = _mm512_add_ps(acc[q], bias[q]);
         if (res)
             v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m[q], res + 16 * q));
-        _mm512_mask_storeu_ps(dst + 16 * q, m[q], apply_act(v, act, alpha));
+        _mm512_mask_storeu_ps(dst + 16 * q, m[q], zmm_act(v, act, alpha));
     }
 }
 
@@ -120,7 +98,7 @@ static inline __attribute__((always_inline)) void kern(int MR, int np, int64_t m
     __mmask16 m[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++)
-        m[q] = col_mask(nc - 16 * q);
+        m[q] = zmm_mask(nc - 16 * q);
         /* cR[q]: row R, panel q; arrays indexed only by constants after inlining */
 #define DECL(r)                                                                                              \
     __m512 c##r[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -247,7 +225,7 @@ static inline __attribute__((always_inline)) void gemm6(int np, int64_t mr, int6
     __mmask16 m[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++)
-        m[q] = col_mask(nc - 16 * q);
+        m[q] = zmm_mask(nc - 16 * q);
     for (int64_t r = 0; r < mr; r++)
 #pragma GCC unroll 4
         for (int q = 0; q < np; q++)

@@ -45,6 +45,7 @@
  * executable agree; a smaller workspace runs without the A store, then
  * narrower N blocks.
  */
+#include "fast_avx512_int.h"
 #include "fast_conv_int.h"
 #include "tcrt_pool.h"
 
@@ -129,27 +130,6 @@ size_t tcrt_sgemm_workspace(int64_t M, int64_t N, int64_t K)
            sg_store_bytes(M, N, kc, nc);
 }
 
-static inline __m512 sg_act(__m512 v, int act, float alpha)
-{
-    switch (act) {
-    case TCRT_ACT_RELU:
-        return _mm512_max_ps(v, _mm512_setzero_ps());
-    case TCRT_ACT_RELU6:
-        return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(_mm512_setzero_ps(), v));
-    case TCRT_ACT_LEAKY: {
-        __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-        return _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(alpha));
-    }
-    default:
-        return v;
-    }
-}
-
-static inline __mmask16 sg_mask(int64_t n)
-{
-    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
-
 /* What one kernel call does at its store. */
 typedef struct SgEpi {
     const float *bias; /* at the tile's first column, or NULL */
@@ -201,8 +181,8 @@ static void sg_kernel(int64_t mr, int64_t nc, int64_t kc, const float *restrict 
              * below hits however far away the row was */
             if (e->nsrc && k + 16 * SG_PF_GROUPS < kc)
                 _mm_prefetch((const char *)(e->nsrc + k + 16 * SG_PF_GROUPS), _MM_HINT_T0);
-            _mm512_store_ps(e->ndst + k * SG_MR,
-                            e->nsrc ? _mm512_maskz_loadu_ps(sg_mask(steps), e->nsrc + k) : _mm512_setzero_ps());
+            _mm512_store_ps(e->ndst + k * SG_MR, e->nsrc ? _mm512_maskz_loadu_ps(zmm_mask(steps), e->nsrc + k)
+                                                         : _mm512_setzero_ps());
         }
 #pragma GCC unroll 4
         for (int64_t u = 0; u < steps; u++) {
@@ -212,8 +192,8 @@ static void sg_kernel(int64_t mr, int64_t nc, int64_t kc, const float *restrict 
         }
     }
 #undef STEP
-    __mmask16 m0 = sg_mask(nc), m1 = sg_mask(nc - 16);
-    __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
+    __mmask16 m0 = zmm_mask(nc), m1 = zmm_mask(nc - 16);
+    __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps(), alpha = _mm512_set1_ps(e->alpha);
     if (e->last && e->bias)
         bias0 = _mm512_maskz_loadu_ps(m0, e->bias), bias1 = _mm512_maskz_loadu_ps(m1, e->bias + 16);
 #define STORE(r)                                                                                             \
@@ -224,8 +204,8 @@ static void sg_kernel(int64_t mr, int64_t nc, int64_t kc, const float *restrict 
             v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr)),                                           \
             v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));                                      \
         if (e->last)                                                                                         \
-            v0 = sg_act(_mm512_add_ps(v0, bias0), e->act, e->alpha),                                         \
-            v1 = sg_act(_mm512_add_ps(v1, bias1), e->act, e->alpha);                                         \
+            v0 = zmm_act(_mm512_add_ps(v0, bias0), e->act, alpha),                                           \
+            v1 = zmm_act(_mm512_add_ps(v1, bias1), e->act, alpha);                                           \
         _mm512_mask_storeu_ps(cr, m0, v0);                                                                   \
         _mm512_mask_storeu_ps(cr + 16, m1, v1);                                                              \
     }
@@ -281,7 +261,7 @@ static inline __attribute__((always_inline)) void transpose16(__m512 v[16])
 static void pack_b_rows(const SgJob *j, int64_t k1, int64_t k2)
 {
     int64_t full = j->ncur / SG_NR, w = j->ncur - full * SG_NR;
-    __mmask16 m0 = sg_mask(w), m1 = sg_mask(w - 16);
+    __mmask16 m0 = zmm_mask(w), m1 = zmm_mask(w - 16);
     for (int64_t k = k1; k < k2; k++) {
         const float *src = j->B + (j->k0 + k) * j->N + j->n0;
         if (k + 4 < j->kcur) /* as in pack_a */
@@ -306,7 +286,7 @@ static void pack_bt(const SgJob *j, int64_t n0, float *dst)
      * 16 k x 16 columns at a time through an in-register transpose */
     for (int64_t k = 0; k < kc; k += 16) {
         int64_t steps = kc - k < 16 ? kc - k : 16;
-        __mmask16 km = sg_mask(steps);
+        __mmask16 km = zmm_mask(steps);
         for (int h = 0; h < 2; h++) {
             __m512 v[16];
             for (int jj = 0; jj < 16; jj++) {
@@ -330,7 +310,7 @@ static void pack_a(const SgJob *j, int64_t m0, float *dst)
     if (!j->ta) { /* row r's values are contiguous: 16 at a time */
         const float *src = j->A + m0 * j->K + j->k0;
         for (int64_t k = 0; k < kc; k += 16, dst += SG_MR * 16) {
-            __mmask16 km = sg_mask(kc - k);
+            __mmask16 km = zmm_mask(kc - k);
             for (int64_t r = 0; r < SG_MR; r++)
                 _mm512_store_ps(dst + r * 16, r < rows ? _mm512_maskz_loadu_ps(km, src + r * j->K + k)
                                                        : _mm512_setzero_ps());
@@ -341,7 +321,7 @@ static void pack_a(const SgJob *j, int64_t m0, float *dst)
         int64_t steps = kc - k < 16 ? kc - k : 16;
         /* A^T [K, M]: k's 14 values are contiguous; transpose 16 k x 14 rows */
         const float *src = j->A + (j->k0 + k) * j->M + m0;
-        __mmask16 rm = sg_mask(rows);
+        __mmask16 rm = zmm_mask(rows);
         __m512 v[16];
         for (int u = 0; u < 16; u++)
             v[u] = u < steps ? _mm512_maskz_loadu_ps(rm, src + u * j->M) : _mm512_setzero_ps();
@@ -373,7 +353,7 @@ static void pack_a_row(const SgJob *j, int64_t p, int64_t r, float *dst)
     const float *src = m < j->M ? j->A + m * j->K + j->k0 : NULL;
     for (int64_t k = 0; k < j->kcur; k += 16)
         _mm512_store_ps(dst + k * SG_MR + r * 16,
-                        src ? _mm512_maskz_loadu_ps(sg_mask(j->kcur - k), src + k) : _mm512_setzero_ps());
+                        src ? _mm512_maskz_loadu_ps(zmm_mask(j->kcur - k), src + k) : _mm512_setzero_ps());
 }
 
 /* Compute task (one per thread of the team): A micro-panels claimed one
