@@ -977,8 +977,8 @@ static Suite *llvm_suite(bool with_models)
     tcase_add_test(tc, test_regions);
     tcase_add_test(tc, test_api);
     tcase_add_test(tc, test_aarch64_and_determinism);
-    tcase_add_test(tc, test_elem_coverage);
     tcase_add_test(tc, test_vector_math);
+    tcase_add_test(tc, test_elem_coverage); /* last: reads what the tests above recorded */
     suite_add_tcase(s, tc);
     if (with_models) {
         TCase *tm = tcase_create("models");
