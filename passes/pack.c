@@ -30,6 +30,17 @@
  * (tcrt_kernels.h): the constants go into one filter vector, the
  * depthwise bias stays an input (zeros for a conv without one).  Limits:
  * the DWF_* sizes below.
+ * pack also turns an f32 MATMUL whose B is a rank-2 CONST into a 1x1 conv
+ * first (mm_as_conv): A (not transposed, rows = the product of its dims but
+ * the last, at least MM_CONV_MIN_ROWS) is viewed as [1, 1, rows, K] by a
+ * COPY, B as the HWIO filter [1, 1, K, N] (B^T transposed at compile time),
+ * the matmul's bias and activation move to the conv, and a COPY gives the
+ * result the matmul's shape back; the conv is then packed like any other.
+ * The runtime's matmul packed B on every call (tcrt_kmm_run, or the
+ * 14x32 AVX-512 GEMM) and, at 2 threads, each thread read the half of it the
+ * other had packed; the packed 1x1 conv reads the weights as stored and
+ * runs small products on one thread (measured in docs/performance.md,
+ * "Passes").  M = 1 (a GEMV, memory-bound, no packing) stays a matmul.
  * Invariants: the packed data is exactly tcrt_pack_conv_weights' output, so
  * the reference kernel's packed index mapping (ref_conv.c) reads the same
  * values as the HWIO original.
@@ -521,7 +532,149 @@ PassResult pass_winograd(IrGraph *g, PassCtx *cx)
     return pack_convs(g, cx, true);
 }
 
+/* ---- matmuls as 1x1 convs (file comment) ---- */
+
+enum { MM_CONV_MIN_ROWS = 2 };
+
+/* Whether MATMUL n runs as a 1x1 conv: f32, on a CPU, A not transposed,
+ * B a rank-2 CONST, at least MM_CONV_MIN_ROWS rows of A, a bias (if any) a
+ * CONST of N values. */
+static bool mm_as_conv(const IrNode *n)
+{
+    if (n->op != OP_MATMUL || n->n_inputs < 2 || n->n_inputs > 3 || n->n_outputs != 1 ||
+        n->out[0].type.dtype != TCRT_F32 || n->p.i[TCRT_MM_TA] || on_accelerator(n) ||
+        !is_const_f32(n->inputs[1]))
+        return false;
+    const IrType *at = ir_value_type(n->inputs[0]);
+    const IrShape *a = &at->shape, *b = &ir_value_type(n->inputs[1])->shape;
+    if (at->dtype != TCRT_F32 || a->rank < 2 || b->rank != 2)
+        return false;
+    bool tb = n->p.i[TCRT_MM_TB] != 0;
+    int64_t K = b->dims[tb ? 1 : 0], N = b->dims[tb ? 0 : 1], rows = 1;
+    for (int d = 0; d + 1 < a->rank; d++)
+        rows *= a->dims[d];
+    if (K < 1 || N < 1 || a->dims[a->rank - 1] != K || rows < MM_CONV_MIN_ROWS)
+        return false;
+    if (n->n_inputs < 3)
+        return true;
+    const IrShape *bias = &ir_value_type(n->inputs[2])->shape;
+    return is_const_f32(n->inputs[2]) && bias->rank == 1 && bias->dims[0] == N;
+}
+
+/* The [1,1,K,N] HWIO filter of matmul n's B (once per B node and
+ * orientation: cache of *n_cache entries, `wino` holding tb). */
+static IrValue mm_filter(IrGraph *g, PassCtx *cx, const IrNode *n, Packed *cache, int *n_cache)
+{
+    IrNode *bn = n->inputs[1].node;
+    int tb = n->p.i[TCRT_MM_TB] != 0;
+    for (int i = 0; i < *n_cache; i++)
+        if (cache[i].from == bn && cache[i].wino == tb)
+            return cache[i].to;
+    const IrShape *bs = &bn->out[0].type.shape;
+    int64_t K = bs->dims[tb ? 1 : 0], N = bs->dims[tb ? 0 : 1];
+    IrValue none = {NULL, 0};
+    if ((uint64_t)K > SIZE_MAX / sizeof(float) / (uint64_t)N)
+        return none;
+    float *w = arena_alloc_align(&cx->scratch, (size_t)(K * N) * sizeof(float), 64);
+    if (!w) {
+        st_errorf(cx->st, ST_NOMEM, "pack: out of memory");
+        return none;
+    }
+    const float *b = bn->data;
+    if (tb)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++)
+                w[k * N + j] = b[j * K + k];
+    else
+        memcpy(w, b, (size_t)(K * N) * sizeof(float));
+    IrShape ws = ir_shape_make(4, (int64_t[]){1, 1, K, N});
+    IrOrigin saved = ir_origin_like(g, bn);
+    IrValue v = ir_const(g, TCRT_F32, &ws, w, cx->st);
+    ir_origin_restore(g, saved);
+    if (v.node) {
+        cache[*n_cache].from = bn;
+        cache[*n_cache].wino = tb;
+        cache[*n_cache].to = v;
+        (*n_cache)++;
+    }
+    return v;
+}
+
+/* Rewrites every matmul mm_as_conv takes as COPY -> CONV2D (1x1, HWIO
+ * filter, packed by pack_convs after this) -> COPY; *changed when one was.
+ * The input COPY of an A that several matmuls read is made once. */
+static bool matmuls_as_convs(IrGraph *g, PassCtx *cx, bool *changed)
+{
+    int n_mm = 0;
+    IR_FOR_EACH(g, n)
+    {
+        n_mm += mm_as_conv(n);
+    }
+    if (n_mm == 0)
+        return true;
+    Packed *filters = arena_alloc(&cx->scratch, sizeof(Packed) * (size_t)n_mm);
+    IrValue *views = arena_alloc(&cx->scratch, sizeof(IrValue) * (size_t)n_mm * 2);
+    if (!filters || !views) {
+        st_errorf(cx->st, ST_NOMEM, "pack: out of memory");
+        return false;
+    }
+    int n_filters = 0, n_views = 0, n_nodes = g->n_nodes;
+    for (int i = 0; i < n_nodes && st_ok(cx->st); i++) {
+        IrNode *n = g->nodes[i];
+        if (n->dead || !mm_as_conv(n))
+            continue;
+        IrValue a = n->inputs[0];
+        const IrType *at = ir_value_type(a);
+        int64_t K = at->shape.dims[at->shape.rank - 1], rows = ir_shape_count(&at->shape) / K;
+        IrOrigin saved = ir_origin_like(g, n);
+        IrValue w = mm_filter(g, cx, n, filters, &n_filters), x = {NULL, 0};
+        for (int v = 0; v < n_views && !x.node; v++)
+            if (views[2 * v].node == a.node && views[2 * v].index == a.index)
+                x = views[2 * v + 1];
+        if (w.node && !x.node) {
+            IrType xt = *at;
+            xt.shape = ir_shape_make(4, (int64_t[]){1, 1, rows, K});
+            x = ir_emit1(g, OP_COPY, &a, 1, NULL, &xt, cx->st);
+            if (x.node) {
+                x.node->device = n->device;
+                views[2 * n_views] = a;
+                views[2 * n_views + 1] = x;
+                n_views++;
+            }
+        }
+        IrParams p;
+        memset(&p, 0, sizeof p);
+        p.i[TCRT_CONV_SH] = p.i[TCRT_CONV_SW] = p.i[TCRT_CONV_DH] = p.i[TCRT_CONV_DW] = 1;
+        p.i[TCRT_CONV_ACT] = n->p.i[TCRT_MM_ACT];
+        p.f[0] = n->p.f[0];
+        IrValue in[3] = {x, w, n->n_inputs == 3 ? n->inputs[2] : (IrValue){NULL, 0}};
+        IrNode *c = x.node ? ir_emit(g, OP_CONV2D, in, n->n_inputs, &p, NULL, cx->st) : NULL;
+        IrValue y =
+            c ? ir_emit1(g, OP_COPY, &(IrValue){c, 0}, 1, NULL, &n->out[0].type, cx->st) : (IrValue){NULL, 0};
+        ir_origin_restore(g, saved);
+        if (!y.node)
+            return false;
+        c->device = y.node->device = n->device;
+        c->ctrl = n->ctrl; /* the view of A is data only: the conv keeps n's control deps */
+        c->n_ctrl = n->n_ctrl;
+        ir_replace_uses(g, (IrValue){n, 0}, y);
+        n->dead = true;
+        IrNode *b = n->inputs[1].node;
+        if (ir_use_count(g, b) == 0 && !is_fetched(g, b))
+            b->dead = true;
+        *changed = true;
+    }
+    return st_ok(cx->st);
+}
+
 PassResult pass_pack(IrGraph *g, PassCtx *cx)
 {
-    return pack_convs(g, cx, false);
+    bool changed = false, fold = g->fold_on_build;
+    g->fold_on_build = false;
+    bool ok = matmuls_as_convs(g, cx, &changed);
+    PassResult r = pass_finish_rewrite(g, cx, fold, changed);
+    if (!ok || r == PASS_FAILED)
+        return PASS_FAILED;
+    PassResult q = pack_convs(g, cx, false);
+    return q == PASS_SAME ? r : q;
 }

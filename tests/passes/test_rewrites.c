@@ -607,6 +607,127 @@ START_TEST(test_pack_skips_depthwise)
 }
 END_TEST
 
+/* ---- pack: matmuls with a constant B as 1x1 convs ---- */
+
+/* Runs matmul node m with the reference kernel: input 0 is a_data, the
+ * others their CONST data. */
+static void run_matmul(const IrNode *m, const float *a_data, float *y)
+{
+    tcrt_tensor in[3], out;
+    for (int k = 0; k < m->n_inputs; k++) {
+        IrValue v = m->inputs[k];
+        in[k] = tensor_of(ir_value_type(v), k == 0 ? (void *)a_data : v.node->data);
+    }
+    out = tensor_of(&m->out[0].type, y);
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < IR_MAX_IPARAM; i++)
+        p.i[i] = m->p.i[i];
+    for (int i = 0; i < IR_MAX_FPARAM; i++)
+        p.f[i] = m->p.f[i];
+    ck_assert_int_eq(tcrt_ref_matmul(in, m->n_inputs, &out, 1, &p), TCRT_OK);
+}
+
+/* pass_pack on y = act(a[2,3,4] . B + bias) with B [4,5] (tb: B^T [5,4])
+ * constant: y is a COPY of a packed 1x1 conv (Cout 5, the matmul's
+ * activation and bias) over a [1,1,6,4] COPY of a, and computes what the
+ * matmul did (both by the reference kernels: same values, the same
+ * products summed in the same order). */
+static void check_mm_as_conv(int tb, int act)
+{
+    float b[20], bias[5], a[24];
+    for (int i = 0; i < 20; i++)
+        b[i] = (float)((i * 7) % 11) - 5.0f;
+    for (int i = 0; i < 5; i++)
+        bias[i] = 0.5f * (float)i - 1.0f;
+    for (int i = 0; i < 24; i++)
+        a[i] = (float)((i * 5) % 9) - 4.0f;
+    char hb[256], hc[64], text[2048];
+    snprintf(text, sizeof text,
+             "graph \"m\"\nfeed \"a\" %%0\nfetch \"y\" %%3\n"
+             "%%0 = arg() : f32[2,3,4]\n"
+             "%%1 = const() : f32[%s] = %s\n"
+             "%%2 = const() : f32[5] = %s\n"
+             "%%3 = matmul(%%0, %%1, %%2) {i=[0,%d,%d]} : f32[2,3,5]  # mm (MatMul)\n",
+             tb ? "5,4" : "4,5", hexf(hb, b, 20), hexf(hc, bias, 5), tb, act);
+    IrGraph *g = parse(text);
+    float y0[30], y1[30];
+    run_matmul(fetched(g, 0), a, y0);
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_MATMUL), 0);
+    IrNode *y = fetched(g, 0), *c = y->inputs[0].node, *x = c->inputs[0].node;
+    ck_assert_int_eq(y->op, OP_COPY);
+    ck_assert_int_eq(y->out[0].type.shape.rank, 3);
+    ck_assert_int_eq(c->op, OP_CONV2D);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_PACKED], TCRT_CONV_PACK_DIRECT);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_COUT], 5);
+    ck_assert_int_eq(c->p.i[TCRT_CONV_ACT], act);
+    ck_assert_str_eq(c->origin, "mm");
+    ck_assert_int_eq(c->n_inputs, 3);
+    ck_assert_int_eq(x->op, OP_COPY);
+    ck_assert_int_eq(x->inputs[0].node->op, OP_ARG);
+    const IrShape *xs = &x->out[0].type.shape;
+    ck_assert_int_eq(xs->rank, 4);
+    ck_assert_int_eq(xs->dims[2], 6);
+    ck_assert_int_eq(xs->dims[3], 4);
+    ck_assert_int_eq(count_op(g, OP_CONST), 2); /* packed filter and bias: B and its HWIO copy are gone */
+    run_conv(c, a, NULL, y1);                   /* the COPY is a view: a's bytes */
+    assert_floats(y1, y0, 30, 0);
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_SAME);
+    ir_graph_free(g);
+}
+
+START_TEST(test_pack_matmul_as_conv)
+{
+    check_mm_as_conv(0, TCRT_ACT_NONE);
+    check_mm_as_conv(1, TCRT_ACT_RELU);
+    check_mm_as_conv(0, TCRT_ACT_RELU6);
+}
+END_TEST
+
+/* Matmuls pack leaves alone: one row (a GEMV), A transposed, B not
+ * constant, B with batch dims; and two matmuls of one A share its view. */
+START_TEST(test_pack_matmul_kept)
+{
+    char h[256], text[2048];
+    float b[12];
+    for (int i = 0; i < 12; i++)
+        b[i] = (float)i;
+    const char *kept[] = {
+        "%%0 = arg() : f32[1,4]\n%%1 = const() : f32[4,3] = %s\n"
+        "%%2 = matmul(%%0, %%1) : f32[1,3]\n",
+        "%%0 = arg() : f32[4,2]\n%%1 = const() : f32[4,3] = %s\n"
+        "%%2 = matmul(%%0, %%1) {i=[1,0,0]} : f32[2,3]\n",
+        "%%0 = arg() : f32[2,4]\n%%1 = arg() : f32[4,3]\n"
+        "%%2 = matmul(%%0, %%1) : f32[2,3]\n",
+        "%%0 = arg() : f32[1,2,4]\n%%1 = const() : f32[1,4,3] = %s\n"
+        "%%2 = matmul(%%0, %%1) : f32[1,2,3]\n",
+    };
+    for (int i = 0; i < 4; i++) {
+        char body[1024];
+        snprintf(body, sizeof body, kept[i], hexf(h, b, 12));
+        snprintf(text, sizeof text, "graph \"m\"\nfeed \"a\" %%0\nfetch \"y\" %%2\n%s", body);
+        IrGraph *g = parse(text);
+        ck_assert_msg(run_pass(g, pass_pack) == PASS_SAME, "case %d", i);
+        ck_assert_int_eq(count_op(g, OP_MATMUL), 1);
+        ir_graph_free(g);
+    }
+    snprintf(text, sizeof text,
+             "graph \"m\"\nfeed \"a\" %%0\nfetch \"y\" %%2\nfetch \"z\" %%3\n"
+             "%%0 = arg() : f32[2,4]\n%%1 = const() : f32[4,3] = %s\n"
+             "%%2 = matmul(%%0, %%1) : f32[2,3]\n%%3 = matmul(%%0, %%1) {i=[0,0,1]} : f32[2,3]\n",
+             hexf(h, b, 12));
+    IrGraph *g = parse(text);
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_CONV2D), 2);
+    ck_assert_int_eq(count_op(g, OP_COPY), 3);  /* one view of a, one result copy each */
+    ck_assert_int_eq(count_op(g, OP_CONST), 1); /* one packed filter for both */
+    ck_assert_ptr_eq(fetched(g, 0)->inputs[0].node->inputs[0].node,
+                     fetched(g, 1)->inputs[0].node->inputs[0].node);
+    ir_graph_free(g);
+}
+END_TEST
+
 /* ---- dwfuse ---- */
 
 /* x [1,h,w,16] -> 1x1 conv to ce channels (bias, relu6) -> 3x3 depthwise
@@ -1234,6 +1355,8 @@ static Suite *rewrites_suite(void)
     tcase_add_test(tc, test_fuse_pad_kept);
     tcase_add_test(tc, test_pack_matches_unpacked);
     tcase_add_test(tc, test_pack_skips_depthwise);
+    tcase_add_test(tc, test_pack_matmul_as_conv);
+    tcase_add_test(tc, test_pack_matmul_kept);
     tcase_add_test(tc, test_winograd_pass);
     tcase_add_test(tc, test_dwfuse_pass);
     tcase_add_test(tc, test_dwfuse_no_bias);
