@@ -67,7 +67,14 @@
  * is packed right before its run, so the packed panels are still in L2.
  * Measured (benchmarks/sgemm): kc 1024 beats 512 and 128 (the per-call C
  * traffic costs more than streaming B from L2); B-panel-in-L1 orders
- * (kc 128) lose 10-15%.
+ * (kc 128) lose 10-15%.  Below KMM_SERIAL_MACS multiply-adds it runs on
+ * the calling thread: split over 2 threads, each thread's tiles read the
+ * whole packed B, half of it packed (written) by the other core, and every
+ * block takes two pool runs; measured (AVX-512 Xeon, A written by the
+ * caller before each call, blocks of 20 calls at 1 and 2 threads
+ * alternating, medians of 400, 2 threads / 1): 0.13-0.2 M multiply-adds
+ * 1.78-2.16 (16x64x128 3.0 -> 6.5 us), 0.26-2.1 M 0.99-1.14, 3.1 M
+ * 0.79-1.01, 4.2 M 0.77-0.85, 8.4 M 0.72.
  * ISA: the best of portable C, AVX2+FMA and AVX-512F that the CPU has
  * (__builtin_cpu_supports) and the build allows (TCRT_ISA_MAX, from the
  * runtime_isa meson option), capped further by tcrt_kern_force_isa (tests).
@@ -143,6 +150,7 @@ enum { CONV_L2_PAIR_WEIGHTS = 1 << 20 };
  * block mc x K (L2); the widest NR and MR of any ISA's GEMM kernel
  * (workspace). */
 enum { GEMM_KC_MAX = 1024, GEMM_NC_BYTES = 1 << 20, GEMM_NR_MAX = 64, GEMM_MR_MAX = 6 };
+enum { KMM_SERIAL_MACS = 3 << 20 }; /* below: one thread (file comment) */
 _Static_assert(TCRT_AVX512_MR <= GEMM_MR_MAX && TCRT_AVX2_MR <= GEMM_MR_MAX, "GEMM_MR_MAX too small");
 
 void tcrt_pack_conv_weights(const float *hwio, int64_t kh, int64_t kw, int64_t cin, int64_t cout,
@@ -2207,7 +2215,8 @@ void tcrt_kmm_run(int64_t M, int64_t N, int64_t K, const float *A, const float *
     int64_t n_nb = div_up(j.cblocks, j.nb_blocks);
     j.tiles_per_a_task = div_up(1 << 15, j.kc * j.mr);
     j.a_tasks = div_up(j.tiles, j.tiles_per_a_task);
-    j.tiles_per_chunk = chunk_tiles(j.tiles, 1, j.mr * j.nr * j.kc * j.nb_blocks, team());
+    int nth = M * N * K < KMM_SERIAL_MACS ? 1 : team();
+    j.tiles_per_chunk = chunk_tiles(j.tiles, 1, j.mr * j.nr * j.kc * j.nb_blocks, nth);
     j.chunks = div_up(j.tiles, j.tiles_per_chunk);
     /* per K block, per N block: pack that block of B (and, with the first
      * N block, the K block of A) right before its use, so the packed
@@ -2220,8 +2229,8 @@ void tcrt_kmm_run(int64_t M, int64_t N, int64_t K, const float *A, const float *
             /* B rows in tasks of about 64 KB of packed panels */
             j.b_rows = block_of(j.kc_cur, div_up(1 << 14, j.pack_cbs * j.nr));
             j.b_tasks = tb ? j.pack_cbs : div_up(j.kc_cur, j.b_rows);
-            tcrt_parallel_tasks(j.b_tasks + (j.nb_cur == 0 ? j.a_tasks : 0), kmm_pack_task, &j);
-            tcrt_parallel_tasks(j.chunks, kmm_task, &j);
+            tcrt_parallel_tasks_max(j.b_tasks + (j.nb_cur == 0 ? j.a_tasks : 0), nth, kmm_pack_task, &j);
+            tcrt_parallel_tasks_max(j.chunks, nth, kmm_task, &j);
         }
     }
 }

@@ -39,7 +39,9 @@
  * Threads: per (K block, N block) two tcrt_parallel_tasks runs, packing B
  * then computing; a compute task per thread claims A micro-panels one at a
  * time from a shared counter (sg_compute_task), every thread reading the
- * shared B block into its own L2; A buffers are indexed by tid.
+ * shared B block into its own L2; A buffers are indexed by tid.  With
+ * nth 1 (the caller's choice for a small product) both runs stay on the
+ * calling thread.
  * Invariant: tcrt_sgemm_workspace is plain arithmetic on the shapes (no
  * CPU query; buffers for TCRT_MAX_THREADS), so a planner and the
  * executable agree; a smaller workspace runs without the A store, then
@@ -435,7 +437,9 @@ bool tcrt_sgemm_avx512(int64_t M, int64_t N, int64_t K, const float *A, bool ta,
         for (j.n0 = 0; j.n0 < N; j.n0 += j.ncur) {
             j.ncur = N - j.n0 < j.nc ? N - j.n0 : j.nc;
             j.bpanels = div_up(j.ncur, SG_NR);
-            tcrt_parallel_tasks(j.bpanels, sg_pack_task, &j);
+            /* nth 1 (a small product): packed on this thread too, or the
+             * compute would read panels the other core wrote */
+            tcrt_parallel_tasks_max(j.bpanels, (int)j.nth, sg_pack_task, &j);
             atomic_store_explicit(&j.next_panel, 0, memory_order_relaxed);
             tcrt_parallel_tasks(j.nth, sg_compute_task, &j);
         }
