@@ -96,6 +96,18 @@
 #endif
 
 enum { MIN_TASK_MACS = 1 << 16, TASKS_PER_THREAD = 8 };
+/* A direct-kernel conv of fewer multiply-adds runs on the calling thread:
+ * split, the other core reads the input this one wrote (and writes output
+ * the next kernel reads here) for a microsecond or two of work.  Measured
+ * (AVX-512 Xeon, packed 1x1 convs, input written by the caller before each
+ * call, blocks of 20 calls at 1 and 2 threads alternating, medians of 400;
+ * 2 threads / 1): 0.13-0.2 M multiply-adds 1.27-1.41 (16 pixels 128 -> 64:
+ * 1.8 -> 2.5 us), 0.26 M 1.07, 0.4-0.6 M 0.77-1.12, 1 M and more 0.64-0.87.
+ * In a model, the transformer encoder's 1x1 convs (its matmuls, 16 rows,
+ * 0.13-0.2 M) follow kernels that ran on one thread: at 2 threads 0.035-0.11
+ * -> 0.030-0.037 ms; CNNs whose small convs follow kernels split the same
+ * way were even (facemesh at 2 threads 1.004, 14 alternating runs). */
+enum { CONV_SERIAL_MACS = 1 << 18 };
 /* What a task costs beyond its multiply-adds, in multiply-adds (about 1.3
  * us of one core): claiming it moves the pool's claim word between the
  * cores (a round trip of 130-480 ns on the 2-vCPU EPYC), and its first
@@ -2026,10 +2038,11 @@ tcrt_status tcrt_pconv_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, in
                           ? nx->next_pstride * (int64_t)sizeof(float)
                           : NEXT_PART_BYTES)
                    : 0;
+    int nth = j.pixels * g.O * j.taps * g.kc < CONV_SERIAL_MACS ? 1 : team();
     if (tile_major)
-        tcrt_parallel_tasks(j.chunks, conv_task_tiles, &j);
+        tcrt_parallel_tasks_max(j.chunks, nth, conv_task_tiles, &j);
     else
-        tcrt_parallel_tasks(j.cblocks * j.chunks, conv_task, &j);
+        tcrt_parallel_tasks_max(j.cblocks * j.chunks, nth, conv_task, &j);
     return TCRT_OK;
 }
 
