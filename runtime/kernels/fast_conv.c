@@ -104,8 +104,8 @@ enum { MIN_TASK_MACS = 1 << 16, TASKS_PER_THREAD = 8 };
  * 2 threads / 1): 0.13-0.2 M multiply-adds 1.27-1.41 (16 pixels 128 -> 64:
  * 1.8 -> 2.5 us), 0.26 M 1.07, 0.4-0.6 M 0.77-1.12, 1 M and more 0.64-0.87.
  * In a model, the transformer encoder's 1x1 convs (its matmuls, 16 rows,
- * 0.13-0.2 M) follow kernels that ran on one thread: at 2 threads 0.035-0.11
- * -> 0.030-0.037 ms; CNNs whose small convs follow kernels split the same
+ * 0.13-0.2 M) follow kernels that ran on one thread: at 2 threads 0.035-0.074
+ * -> 0.030-0.047 ms (8 alternating runs); CNNs whose small convs follow kernels split the same
  * way were even (facemesh at 2 threads 1.004, 14 alternating runs). */
 enum { CONV_SERIAL_MACS = 1 << 18 };
 /* What a task costs beyond its multiply-adds, in multiply-adds (about 1.3
