@@ -1825,7 +1825,12 @@ static bool wino_run(const PConv *g, tcrt_tensor *out, int n_out)
 void tcrt_pconv_rows(const float *x, int64_t n, int64_t C, const float *w, const float *bias, int64_t O,
                      int act, float alpha, const float *res, float *y)
 {
-    Kern k = pick_kernel(tcrt_kern_isa());
+    int isa = tcrt_kern_isa();
+    Kern k = pick_kernel(isa);
+#if TCRT_ISA_MAX >= TCRT_ISA_AVX512
+    if (isa == TCRT_ISA_AVX512) /* 7-row tiles where they cover n with fewer rows (conv_kernel) */
+        k = conv_kernel(isa, n);
+#endif
     if (k.wide)
         k.nr = round16(O);
     /* AVX2: the same number of tiles, the last ones of 5 rows, where that
