@@ -213,6 +213,16 @@ bool tcrt_kmm_applies(int64_t M, int64_t N, int64_t K);
 size_t tcrt_kmm_workspace(int64_t M, int64_t N, int64_t K);
 void tcrt_kmm_run(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool tb, float *C,
                   const float *bias, int act, float alpha, void *ws);
+/* A batch of n_batch such products whose entries are each too small to
+ * split over the threads (tcrt_kmm_run keeps them on one thread): the
+ * entries as tasks, one entry each, on up to as many threads as ws_bytes
+ * holds tcrt_kmm_workspace slices, each thread packing into its own slice;
+ * entry(ctx, bi, &A, &B, &C) gives entry bi's operands.  false (nothing
+ * done) when that does not apply: fewer than 2 entries, threads or slices,
+ * entries large enough to split, or tcrt_kmm_applies says no. */
+typedef void (*tcrt_kmm_entry_fn)(void *ctx, int64_t bi, const float **A, const float **B, float **C);
+bool tcrt_kmm_run_batch(int64_t n_batch, int64_t M, int64_t N, int64_t K, bool tb, const float *bias, int act,
+                        float alpha, void *ws, size_t ws_bytes, tcrt_kmm_entry_fn entry, void *ctx);
 
 /* Large float32 GEMM (fast_sgemm_avx512.c, built only when runtime_isa
  * allows AVX-512; call only when tcrt_kern_isa() is TCRT_ISA_AVX512):

@@ -609,6 +609,18 @@ size_t tcrt_fast_matmul_workspace(const tcrt_tensor *in, int n_in, const tcrt_te
     return eigen;
 }
 
+/* Entry bi of a batched product for tcrt_kmm_run_batch (ctx: BatchEntries). */
+struct BatchEntries {
+    const Batches *bt;
+    const MM *mm;
+};
+
+static void batch_entry(void *ctx, int64_t bi, const float **A, const float **B, float **C)
+{
+    const BatchEntries *e = static_cast<const BatchEntries *>(ctx);
+    entry(*e->bt, *e->mm, bi, A, B, C);
+}
+
 tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
     if (n_out < 1)
@@ -621,6 +633,17 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
         return tcrt_ref_matmul(in, n_in, out, n_out, p);
     if (tcrt_tensor_count(out) == 0)
         return TCRT_OK;
+    if (!s.mm.ta && s.n_batch > 1) {
+        /* entries too small to split over the threads: one per thread at a time */
+        Batches bt = {
+            &in[0],   &in[1], out, (const float *)in[0].data, (const float *)in[1].data, (float *)out->data,
+            s.n_batch};
+        BatchEntries be = {&bt, &s.mm};
+        if (tcrt_kmm_run_batch(s.n_batch, s.mm.M, s.mm.N, s.mm.K, s.mm.tb, s.mm.bias, (int)s.mm.act,
+                               s.mm.alpha, n_out >= 2 ? out[1].data : nullptr, given_ws(out, n_out),
+                               batch_entry, &be))
+            return TCRT_OK;
+    }
 #if TCRT_ISA_MAX >= TCRT_ISA_AVX512
     if (sgemm_on && sgemm_applies(s.mm) && tcrt_kern_isa() == TCRT_ISA_AVX512) {
         /* the workspace (sized for the paths below) sets its N blocks;

@@ -805,6 +805,18 @@ size_t tcrt_fast_matmul_workspace(const tcrt_tensor *in, int n_in, const tcrt_te
     return own;
 }
 
+/* Entry bi of a batched product for tcrt_kmm_run_batch (ctx: BatchEntries). */
+typedef struct BatchEntries {
+    const Batches *bt;
+    const MM *mm;
+} BatchEntries;
+
+static void batch_entry(void *ctx, int64_t bi, const float **A, const float **B, float **C)
+{
+    const BatchEntries *e = ctx;
+    entry(e->bt, e->mm, bi, A, B, C);
+}
+
 tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out, const tcrt_params *p)
 {
     if (n_out < 1)
@@ -819,6 +831,12 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
         return TCRT_OK;
     Batches bt = {&in[0], &in[1], out, (const float *)in[0].data, (const float *)in[1].data, (float *)out->data,
                   s.n_batch};
+    /* entries too small to split over the threads: one per thread at a time */
+    BatchEntries be = {&bt, &s.mm};
+    if (!s.mm.ta && s.n_batch > 1 &&
+        tcrt_kmm_run_batch(s.n_batch, s.mm.M, s.mm.N, s.mm.K, s.mm.tb, s.mm.bias, (int)s.mm.act, s.mm.alpha,
+                           n_out >= 2 ? out[1].data : NULL, given_ws(out, n_out), batch_entry, &be))
+        return TCRT_OK;
     size_t kmm_need = tcrt_kmm_workspace(s.mm.M, s.mm.N, s.mm.K);
     if (!s.mm.ta && kmm_need > 0 && tcrt_kmm_applies(s.mm.M, s.mm.N, s.mm.K) && given_ws(out, n_out) >= kmm_need) {
         for (int64_t bi = 0; bi < s.n_batch; bi++) {

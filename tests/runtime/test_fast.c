@@ -245,6 +245,11 @@ START_TEST(fast_matmul_cases)
         {2, 2, {0}, {0}, 90, 300, 1, true, false, true, TCRT_ACT_RELU6},    /* GEMV, N == 1 */
         {2, 2, {0}, {0}, 300, 600, 700, false, false, true, TCRT_ACT_NONE}, /* K and N blocked */
         {3, 2, {5}, {0}, 40, 50, 30, false, true, true, TCRT_ACT_RELU},     /* batch >= threads */
+        /* entries too small to split, one per thread at a time (tcrt_kmm_run_batch):
+         * attention's Q K^T and its weights x V, odd sizes, a broadcast A */
+        {3, 3, {4}, {4}, 128, 64, 128, false, false, false, TCRT_ACT_NONE},
+        {4, 4, {2, 3}, {2, 3}, 37, 45, 29, false, true, true, TCRT_ACT_LEAKY},
+        {3, 3, {1}, {7}, 13, 40, 70, false, false, true, TCRT_ACT_RELU6},
         {2, 2, {0}, {0}, 0, 5, 3, false, false, true, TCRT_ACT_NONE},       /* empty */
         {2, 2, {0}, {0}, 4, 0, 3, false, false, true, TCRT_ACT_RELU6},      /* K = 0: bias */
     };

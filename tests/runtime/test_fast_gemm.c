@@ -156,6 +156,8 @@ static const MMCase mm_cases[] = {
     {2, 2, {0}, {0}, 50, 2000, 30, false, true, false, TCRT_ACT_NONE},    /* many K blocks, B^T */
     {3, 2, {5}, {0}, 40, 50, 30, false, true, true, TCRT_ACT_RELU},       /* batch >= threads */
     {3, 3, {5}, {5}, 40, 50, 30, true, false, true, TCRT_ACT_RELU6},      /* batch, both operands */
+    {3, 3, {4}, {4}, 128, 64, 128, false, false, false, TCRT_ACT_NONE},   /* attention-sized entries */
+    {3, 3, {1}, {7}, 13, 40, 70, false, true, true, TCRT_ACT_RELU6},      /* a broadcast, 7 entries */
     {2, 2, {0}, {0}, 0, 5, 3, false, false, true, TCRT_ACT_NONE},         /* empty */
     {2, 2, {0}, {0}, 4, 0, 3, false, false, true, TCRT_ACT_RELU6},        /* K = 0: bias */
 };
@@ -168,11 +170,15 @@ START_TEST(gemm_matmul_cases)
         for (size_t i = 0; i < sizeof mm_cases / sizeof mm_cases[0]; i++)
             run_mm(&mm_cases[i]);
     }
-    tcrt_set_threads(1);
-    /* the CPU's ISA: non-transposed A may take fast_conv.c's packed GEMM */
+    /* the CPU's ISA: non-transposed A may take fast_conv.c's packed GEMM (at
+     * 2 threads a batch of small entries one per thread: tcrt_kmm_run_batch) */
     tcrt_kern_force_isa(prev);
-    for (size_t i = 0; i < sizeof mm_cases / sizeof mm_cases[0]; i++)
-        run_mm(&mm_cases[i]);
+    for (int t = 1; t <= 2; t++) {
+        tcrt_set_threads(t);
+        for (size_t i = 0; i < sizeof mm_cases / sizeof mm_cases[0]; i++)
+            run_mm(&mm_cases[i]);
+    }
+    tcrt_set_threads(1);
 }
 END_TEST
 
