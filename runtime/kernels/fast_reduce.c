@@ -14,10 +14,19 @@
  *    time (then one vector, then scalars).
  * Sums are float32 (the reference accumulates in double: results differ by
  * rounding only); max follows the reference's NaN rule (a NaN wins and
- * stays).  Empty reductions (red == 0) go to the reference.  Single thread,
- * no allocation.
+ * stays).  Empty reductions (red == 0) go to the reference.  No
+ * allocation.
+ * Threads: from RED_PAR_MIN input elements the outer rows go out in up to
+ * RED_PAR_TASKS contiguous ranges through the pool, as the elementwise
+ * kernels split their outermost loop (codegen/c/emit_elem.c), so at 2
+ * threads each core reduces the rows the elementwise kernel before it
+ * wrote (the caller the first ranges, the worker the last: tcrt_pool.h).
+ * Single-threaded, a layer norm's mean at 2 threads read half its input
+ * from the other core: a 4-layer encoder's [128, 256] means took 2.3x their
+ * 1-thread time (docs/performance.md, "Threads").
  */
 #include "tcrt_kernels.h"
+#include "tcrt_pool.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -135,6 +144,30 @@ static bool split3(const tcrt_tensor *x, int64_t mask, int64_t *outer, int64_t *
     return true;
 }
 
+enum { RED_PAR_MIN = 1 << 13, RED_PAR_TASKS = 8 };
+
+/* One reduction job: [outer, red, inner] -> [outer, inner], the outer rows
+ * in tasks of per_task. */
+typedef struct Red {
+    const float *x;
+    float *y;
+    int64_t outer, red, inner, per_task;
+    bool is_max;
+} Red;
+
+static void red_task(void *ctx, int64_t task, int tid)
+{
+    (void)tid;
+    const Red *r = ctx;
+    int64_t o1 = (task + 1) * r->per_task < r->outer ? (task + 1) * r->per_task : r->outer;
+    for (int64_t o = task * r->per_task; o < o1; o++) {
+        if (r->inner == 1)
+            r->y[o] = reduce_row(r->x + o * r->red, r->red, r->is_max);
+        else
+            reduce_rows(r->x + o * r->red * r->inner, r->red, r->inner, r->y + o * r->inner, r->is_max);
+    }
+}
+
 static tcrt_status fast_reduce(const tcrt_tensor *in, int n_in, tcrt_tensor *out, int n_out,
                                const tcrt_params *p, bool is_max)
 {
@@ -149,14 +182,14 @@ static tcrt_status fast_reduce(const tcrt_tensor *in, int n_in, tcrt_tensor *out
         tcrt_tensor_count(x) <= 0 || !split3(x, mask, &outer, &red, &inner) ||
         tcrt_tensor_count(out) != outer * inner)
         return ref(in, n_in, out, n_out, p);
-    const float *xs = (const float *)x->data;
-    float *y = (float *)out->data;
-    for (int64_t o = 0; o < outer; o++) {
-        if (inner == 1)
-            y[o] = reduce_row(xs + o * red, red, is_max);
-        else
-            reduce_rows(xs + o * red * inner, red, inner, y + o * inner, is_max);
+    Red r = {(const float *)x->data, (float *)out->data, outer, red, inner, outer, is_max};
+    int64_t n_tasks = 1;
+    if (tcrt_get_threads() > 1 && outer > 1 && tcrt_tensor_count(x) >= RED_PAR_MIN) {
+        n_tasks = outer < RED_PAR_TASKS ? outer : RED_PAR_TASKS;
+        r.per_task = (outer + n_tasks - 1) / n_tasks;
+        n_tasks = (outer + r.per_task - 1) / r.per_task;
     }
+    tcrt_parallel_tasks(n_tasks, red_task, &r);
     return TCRT_OK;
 }
 

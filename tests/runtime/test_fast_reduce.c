@@ -5,11 +5,14 @@
  * rows shorter and longer than the 16-float vector loop, odd tails), every
  * reduced-axes mask (adjacent runs take the fast path, the others fall back
  * to the reference; both must match it); also the layer-norm and global
- * pooling shapes.  Tolerance: sums |fast - ref| <= 1e-5 x (1 + sum |x|)
+ * pooling shapes, at 1 and 2 threads where the rows are enough to split
+ * over the pool (RED_PAR_MIN elements: outer rows in ranges, an odd count
+ * and fewer rows than ranges too).  Tolerance: sums |fast - ref| <= 1e-5 x (1 + sum |x|)
  * (float32 against the reference's double accumulator), max exact.  NaN: a
  * NaN anywhere in a max or sum row gives NaN, as the reference.
  */
 #include "tcrt_kernels.h"
+#include "tcrt_pool.h"
 
 #include <check.h>
 #include <math.h>
@@ -113,6 +116,26 @@ START_TEST(fast_reduce_model_shapes)
 }
 END_TEST
 
+START_TEST(fast_reduce_threads)
+{
+    /* a 4-layer encoder's layer norm and attention softmax rows, an odd row
+     * count, fewer rows than the pool's ranges, NHWC pooling per image */
+    static const int64_t ln[3] = {1, 128, 256}, sm[3] = {4, 128, 128}, odd[2] = {37, 301}, few[2] = {3, 4000},
+                         gap[4] = {5, 7, 7, 320};
+    for (int t = 1; t <= 2; t++) {
+        tcrt_set_threads(t);
+        for (int is_max = 0; is_max <= 1; is_max++) {
+            ck_assert_int_eq(compare(3, ln, 4, is_max, false), -1);
+            ck_assert_int_eq(compare(3, sm, 4, is_max, false), -1);
+            ck_assert_int_eq(compare(2, odd, 2, is_max, true), -1);
+            ck_assert_int_eq(compare(2, few, 2, is_max, false), -1);
+            ck_assert_int_eq(compare(4, gap, 6, is_max, false), -1);
+        }
+    }
+    tcrt_set_threads(1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime_fast_reduce");
@@ -120,6 +143,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, fast_reduce_random);
     tcase_add_test(tc, fast_reduce_model_shapes);
+    tcase_add_test(tc, fast_reduce_threads);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
