@@ -117,6 +117,23 @@ static bool wants_wino(const IrNode *n)
     return wino_tile(n) != 0;
 }
 
+/* A new f32 CONST of shape s holding data (origin: from's), entered in the
+ * cache under (from, key). */
+static IrValue cached_const(IrGraph *g, PassCtx *cx, IrNode *from, int key, IrShape s, const float *data,
+                            Packed *cache, int *n_cache)
+{
+    IrOrigin saved = ir_origin_like(g, from);
+    IrValue v = ir_const(g, TCRT_F32, &s, data, cx->st);
+    ir_origin_restore(g, saved);
+    if (v.node) {
+        cache[*n_cache].from = from;
+        cache[*n_cache].wino = key;
+        cache[*n_cache].to = v;
+        (*n_cache)++;
+    }
+    return v;
+}
+
 /* A CONST holding w packed (made once per weight node), for Winograd when
  * wino. */
 static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, int wino, Packed *cache, int *n_cache)
@@ -141,17 +158,7 @@ static IrValue packed_weight(IrGraph *g, PassCtx *cx, IrNode *w, int wino, Packe
     else
         tcrt_pack_conv_weights(w->data, kh, kw, cin, cout, buf);
     int64_t dims[5] = {(cout + TCRT_PACK_NR - 1) / TCRT_PACK_NR, kh, kw, cin, TCRT_PACK_NR};
-    IrShape ps = ir_shape_make(5, dims);
-    IrOrigin saved = ir_origin_like(g, w);
-    IrValue v = ir_const(g, TCRT_F32, &ps, buf, cx->st);
-    ir_origin_restore(g, saved);
-    if (v.node) {
-        cache[*n_cache].from = w;
-        cache[*n_cache].wino = wino;
-        cache[*n_cache].to = v;
-        (*n_cache)++;
-    }
-    return v;
+    return cached_const(g, cx, w, wino, ir_shape_make(5, dims), buf, cache, n_cache);
 }
 
 /* Packs the weights of every conv that can_pack (wino: wants_wino) says. */
@@ -587,17 +594,7 @@ static IrValue mm_filter(IrGraph *g, PassCtx *cx, const IrNode *n, Packed *cache
                 w[k * N + j] = b[j * K + k];
     else
         memcpy(w, b, (size_t)(K * N) * sizeof(float));
-    IrShape ws = ir_shape_make(4, (int64_t[]){1, 1, K, N});
-    IrOrigin saved = ir_origin_like(g, bn);
-    IrValue v = ir_const(g, TCRT_F32, &ws, w, cx->st);
-    ir_origin_restore(g, saved);
-    if (v.node) {
-        cache[*n_cache].from = bn;
-        cache[*n_cache].wino = tb;
-        cache[*n_cache].to = v;
-        (*n_cache)++;
-    }
-    return v;
+    return cached_const(g, cx, bn, tb, ir_shape_make(4, (int64_t[]){1, 1, K, N}), w, cache, n_cache);
 }
 
 /* Rewrites every matmul mm_as_conv takes as COPY -> CONV2D (1x1, HWIO

@@ -86,6 +86,18 @@ static tcrt_tensor tensor_of(const IrType *t, void *data)
     return x;
 }
 
+/* n's params as a kernel reads them. */
+static tcrt_params params_of(const IrNode *n)
+{
+    tcrt_params p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < IR_MAX_IPARAM; i++)
+        p.i[i] = n->p.i[i];
+    for (int i = 0; i < IR_MAX_FPARAM; i++)
+        p.f[i] = n->p.f[i];
+    return p;
+}
+
 /* Runs conv node c with the reference kernel: input 0 is x_data, a
  * non-CONST input 3 is res_data, every other input its CONST data. */
 static void run_conv(const IrNode *c, const float *x_data, const float *res_data, float *y)
@@ -97,12 +109,7 @@ static void run_conv(const IrNode *c, const float *x_data, const float *res_data
         in[k] = tensor_of(ir_value_type(v), d);
     }
     out = tensor_of(&c->out[0].type, y);
-    tcrt_params p;
-    memset(&p, 0, sizeof p);
-    for (int i = 0; i < IR_MAX_IPARAM; i++)
-        p.i[i] = c->p.i[i];
-    for (int i = 0; i < IR_MAX_FPARAM; i++)
-        p.f[i] = c->p.f[i];
+    tcrt_params p = params_of(c);
     ck_assert_int_eq(tcrt_ref_conv2d(in, c->n_inputs, &out, 1, &p), TCRT_OK);
 }
 
@@ -619,12 +626,7 @@ static void run_matmul(const IrNode *m, const float *a_data, float *y)
         in[k] = tensor_of(ir_value_type(v), k == 0 ? (void *)a_data : v.node->data);
     }
     out = tensor_of(&m->out[0].type, y);
-    tcrt_params p;
-    memset(&p, 0, sizeof p);
-    for (int i = 0; i < IR_MAX_IPARAM; i++)
-        p.i[i] = m->p.i[i];
-    for (int i = 0; i < IR_MAX_FPARAM; i++)
-        p.f[i] = m->p.f[i];
+    tcrt_params p = params_of(m);
     ck_assert_int_eq(tcrt_ref_matmul(in, m->n_inputs, &out, 1, &p), TCRT_OK);
 }
 
