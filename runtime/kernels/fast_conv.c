@@ -2263,6 +2263,7 @@ typedef struct KmmBatch {
     float alpha;
     uint8_t *ws;
     size_t stride;
+    int slots; /* slices at ws: the threads taking part */
     tcrt_kmm_entry_fn entry;
     void *ctx;
 } KmmBatch;
@@ -2273,9 +2274,11 @@ static void kmm_batch_task(void *ctx, int64_t bi, int tid)
     const float *A, *B;
     float *C;
     b->entry(b->ctx, bi, &A, &B, &C);
-    /* nested in a task: tcrt_kmm_run's own pool runs stay on this thread */
+    /* nested in a task: tcrt_kmm_run's own pool runs stay on this thread.
+     * A tid past the slices only comes from a run the pool serialized (a
+     * call from inside another job: every task on one thread), so slice 0. */
     tcrt_kmm_run(b->M, b->N, b->K, A, B, b->tb, C, b->bias, b->act, b->alpha,
-                 b->ws + (size_t)tid * b->stride);
+                 b->ws + (size_t)(tid < b->slots ? tid : 0) * b->stride);
 }
 
 /* Measured (AVX-512 Xeon, a 4-layer encoder with d_model 256, 4 heads,
@@ -2289,15 +2292,15 @@ bool tcrt_kmm_run_batch(int64_t n_batch, int64_t M, int64_t N, int64_t K, bool t
     if (n_batch < 2 || nth < 2 || need == 0 || !ws || !entry || !tcrt_kmm_applies(M, N, K) ||
         M * N * K >= KMM_SERIAL_MACS)
         return false;
-    KmmBatch b = {M, N, K, tb, bias, act, alpha, NULL, (need + 63) / 64 * 64, entry, ctx};
+    KmmBatch b = {M, N, K, tb, bias, act, alpha, NULL, (need + 63) / 64 * 64, 0, entry, ctx};
     b.ws = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
-    size_t usable = ws_bytes - (size_t)(b.ws - (uint8_t *)ws);
-    if (ws_bytes < (size_t)(b.ws - (uint8_t *)ws) + 2 * b.stride)
+    size_t skip = (size_t)(b.ws - (uint8_t *)ws);
+    if (ws_bytes < skip + 2 * b.stride)
         return false;
-    int64_t slots = (int64_t)(usable / b.stride);
+    int64_t slots = (int64_t)((ws_bytes - skip) / b.stride);
     slots = slots < nth ? slots : nth;
-    slots = slots < n_batch ? slots : n_batch;
-    tcrt_parallel_tasks_max(n_batch, (int)slots, kmm_batch_task, &b);
+    b.slots = (int)(slots < n_batch ? slots : n_batch);
+    tcrt_parallel_tasks_max(n_batch, b.slots, kmm_batch_task, &b);
     return true;
 }
 
