@@ -67,7 +67,7 @@
  * is packed right before its run, so the packed panels are still in L2.
  * Measured (benchmarks/sgemm): kc 1024 beats 512 and 128 (the per-call C
  * traffic costs more than streaming B from L2); B-panel-in-L1 orders
- * (kc 128) lose 10-15%.  Below KMM_SERIAL_MACS multiply-adds it runs on
+ * (kc 128) lose 10-15%.  Below TCRT_GEMM_SERIAL_MACS multiply-adds it runs on
  * the calling thread: split over 2 threads, each thread's tiles read the
  * whole packed B, half of it packed (written) by the other core, and every
  * block takes two pool runs; measured (AVX-512 Xeon, A written by the
@@ -162,7 +162,6 @@ enum { CONV_L2_PAIR_WEIGHTS = 1 << 20 };
  * block mc x K (L2); the widest NR and MR of any ISA's GEMM kernel
  * (workspace). */
 enum { GEMM_KC_MAX = 1024, GEMM_NC_BYTES = 1 << 20, GEMM_NR_MAX = 64, GEMM_MR_MAX = 6 };
-enum { KMM_SERIAL_MACS = 3 << 20 }; /* below: one thread (file comment) */
 _Static_assert(TCRT_AVX512_MR <= GEMM_MR_MAX && TCRT_AVX2_MR <= GEMM_MR_MAX, "GEMM_MR_MAX too small");
 
 void tcrt_pack_conv_weights(const float *hwio, int64_t kh, int64_t kw, int64_t cin, int64_t cout,
@@ -2233,7 +2232,7 @@ void tcrt_kmm_run(int64_t M, int64_t N, int64_t K, const float *A, const float *
     int64_t n_nb = div_up(j.cblocks, j.nb_blocks);
     j.tiles_per_a_task = div_up(1 << 15, j.kc * j.mr);
     j.a_tasks = div_up(j.tiles, j.tiles_per_a_task);
-    int nth = M * N * K < KMM_SERIAL_MACS ? 1 : team();
+    int nth = M * N * K < TCRT_GEMM_SERIAL_MACS ? 1 : team();
     j.tiles_per_chunk = chunk_tiles(j.tiles, 1, j.mr * j.nr * j.kc * j.nb_blocks, nth);
     j.chunks = div_up(j.tiles, j.tiles_per_chunk);
     /* per K block, per N block: pack that block of B (and, with the first
@@ -2283,14 +2282,14 @@ static void kmm_batch_task(void *ctx, int64_t bi, int tid)
 
 /* Measured (AVX-512 Xeon, a 4-layer encoder with d_model 256, 4 heads,
  * sequence 128: its attention products are 4 entries of 1 M multiply-adds,
- * each below KMM_SERIAL_MACS): docs/performance.md, "Threads". */
+ * each below TCRT_GEMM_SERIAL_MACS): docs/performance.md, "Threads". */
 bool tcrt_kmm_run_batch(int64_t n_batch, int64_t M, int64_t N, int64_t K, bool tb, const float *bias, int act,
                         float alpha, void *ws, size_t ws_bytes, tcrt_kmm_entry_fn entry, void *ctx)
 {
     size_t need = tcrt_kmm_workspace(M, N, K);
     int nth = team();
     if (n_batch < 2 || nth < 2 || need == 0 || !ws || !entry || !tcrt_kmm_applies(M, N, K) ||
-        M * N * K >= KMM_SERIAL_MACS)
+        M * N * K >= TCRT_GEMM_SERIAL_MACS)
         return false;
     KmmBatch b = {M, N, K, tb, bias, act, alpha, NULL, (need + 63) / 64 * 64, 0, entry, ctx};
     b.ws = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);

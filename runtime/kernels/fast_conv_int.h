@@ -204,6 +204,12 @@ tcrt_status tcrt_dwblock_run(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
  * its C twin fast_gemm.c. */
 void tcrt_gemv_dot(const float *X, int64_t K, const float *v, float *y, int64_t j0, int64_t j1);
 
+/* Multiply-adds below which a matmul that packs its operands on every call
+ * (tcrt_kmm_run, tcrt_sgemm_avx512 through tcrt_fast_matmul) runs on one
+ * thread: split, each thread reads the B panels the other core packed, and
+ * every block takes two pool runs (measured in fast_conv.c's comment). */
+enum { TCRT_GEMM_SERIAL_MACS = 3 << 20 };
+
 /* GEMM for tcrt_fast_matmul: C[M,N] (row stride N) = act(A[M,K] (row stride
  * K) * op(B) + bias), B [K,N] or, when tb, [N,K]; B is packed into ws.
  * tcrt_kmm_applies: whether this path is worth taking (sizes, and an ISA

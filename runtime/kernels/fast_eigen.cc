@@ -69,13 +69,11 @@ constexpr int64_t kIm2colBytes = 2 << 20;    /* per-thread patch block, at most 
 constexpr int64_t kIm2colTotal = 8 << 20;    /* all threads' patch blocks, at most */
 constexpr int64_t kMinIm2colRows = 128;
 constexpr int64_t kSerialWork = 1 << 16;     /* multiply-adds below which one thread runs */
-/* AVX-512 packed GEMM: smallest M, N, K and multiply-adds it takes, and the
- * multiply-adds below which it runs on one thread (as tcrt_kmm_run's
- * KMM_SERIAL_MACS; measured the same way, 2 threads / 1: 256x64x64 1.10,
- * 128^3 1.10, 3.1 M multiply-adds 0.79-1.01, 4.2 M 0.77: the threads read
- * the B panels the other core packed, and every block takes two pool runs) */
+/* AVX-512 packed GEMM: smallest M, N, K and multiply-adds it takes; below
+ * TCRT_GEMM_SERIAL_MACS it runs on one thread (fast_conv_int.h; measured
+ * for it too, 2 threads / 1: 256x64x64 1.10, 128^3 1.10, 3.1 M
+ * multiply-adds 0.79-1.01, 4.2 M 0.77) */
 constexpr int64_t kSgemmMinM = 16, kSgemmMinN = 32, kSgemmMinK = 16, kSgemmMinWork = 1 << 18;
-constexpr int64_t kSgemmSerialWork = 3 << 20;
 
 int64_t div_up(int64_t a, int64_t b)
 {
@@ -633,11 +631,11 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
         return tcrt_ref_matmul(in, n_in, out, n_out, p);
     if (tcrt_tensor_count(out) == 0)
         return TCRT_OK;
+    Batches bt = {
+        &in[0],   &in[1], out, (const float *)in[0].data, (const float *)in[1].data, (float *)out->data,
+        s.n_batch};
     if (!s.mm.ta && s.n_batch > 1) {
         /* entries too small to split over the threads: one per thread at a time */
-        Batches bt = {
-            &in[0],   &in[1], out, (const float *)in[0].data, (const float *)in[1].data, (float *)out->data,
-            s.n_batch};
         BatchEntries be = {&bt, &s.mm};
         if (tcrt_kmm_run_batch(s.n_batch, s.mm.M, s.mm.N, s.mm.K, s.mm.tb, s.mm.bias, (int)s.mm.act,
                                s.mm.alpha, n_out >= 2 ? out[1].data : nullptr, given_ws(out, n_out),
@@ -648,9 +646,7 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
     if (sgemm_on && sgemm_applies(s.mm) && tcrt_kern_isa() == TCRT_ISA_AVX512) {
         /* the workspace (sized for the paths below) sets its N blocks;
          * the first entry says whether it fits (every entry is alike) */
-        Batches bt = {&in[0], &in[1], out, (const float *)in[0].data, (const float *)in[1].data,
-                      (float *)out->data, s.n_batch};
-        int nth = s.mm.M * s.mm.N * s.mm.K < kSgemmSerialWork ? 1 : team_size();
+        int nth = s.mm.M * s.mm.N * s.mm.K < TCRT_GEMM_SERIAL_MACS ? 1 : team_size();
         bool done = true;
         for (int64_t bi = 0; bi < s.n_batch && done; bi++) {
             const float *A, *B;
@@ -666,8 +662,6 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
     size_t kmm_need = tcrt_kmm_workspace(s.mm.M, s.mm.N, s.mm.K);
     if (!s.mm.ta && kmm_need > 0 && tcrt_kmm_applies(s.mm.M, s.mm.N, s.mm.K) &&
         given_ws(out, n_out) >= kmm_need) {
-        Batches bt = {&in[0], &in[1], out, (const float *)in[0].data, (const float *)in[1].data,
-                      (float *)out->data, s.n_batch};
         for (int64_t bi = 0; bi < s.n_batch; bi++) {
             const float *A, *B;
             float *C;
@@ -680,8 +674,6 @@ tcrt_status tcrt_fast_matmul(const tcrt_tensor *in, int n_in, tcrt_tensor *out, 
     size_t need = mm_ws_bytes(s.mm.M, s.mm.N, s.mm.K, s.n_batch);
     if (need > 0 && given_ws(out, n_out) < need)
         return tcrt_ref_matmul(in, n_in, out, 1, p);
-    Batches bt = {&in[0], &in[1], out, (const float *)in[0].data, (const float *)in[1].data, (float *)out->data,
-                  s.n_batch};
     run_mm(s.mm, bt, need > 0 ? align64(out[1].data) : nullptr);
     return TCRT_OK;
 }
