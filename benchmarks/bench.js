@@ -438,7 +438,8 @@ function exportOnnx(a, names) {
 }
 
 // ---------------------------------------------------------------- SGEMM
-// benchmarks/sgemm prints "sgemm N  THREADS  GFLOP/s  PCT%" rows (percent of its measured FMA peak x threads);
+// benchmarks/sgemm prints "sgemm N  THREADS  GFLOP/s  PCT%  PEAK" rows (percent of the FMA loop on THREADS threads
+// measured alongside the row, PEAK GFLOP/s);
 // the goal is judged on the largest N, per thread count.
 async function sgemm(a) {
   if (!a.sgemm || !fs.existsSync(a.sgemm)) return { note: `not measured: ${a.sgemm || 'the sgemm binary'} does not exist (benchmarks/sgemm.c, built by meson as benchmarks/sgemm)` };
@@ -446,7 +447,7 @@ async function sgemm(a) {
   const x = m.r;
   const out = ((x.stdout || '') + (x.stderr || '')).trim();
   if (x.status !== 0) return { note: `${a.sgemm} failed (${x.error ? x.error.message : `exit ${x.status}`})`, out };
-  const rows = [...out.matchAll(/^sgemm (\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)%/gm)].map((r) => ({ n: Number(r[1]), threads: Number(r[2]), gflops: Number(r[3]), pct: Number(r[4]) }));
+  const rows = [...out.matchAll(/^sgemm (\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)%(?:[ \t]+([0-9.]+))?/gm)].map((r) => ({ n: Number(r[1]), threads: Number(r[2]), gflops: Number(r[3]), pct: Number(r[4]), peak: r[5] ? Number(r[5]) : NaN }));
   const nmax = Math.max(...rows.map((r) => r.n));
   return { out, rows: rows.filter((r) => r.n === nmax), others: m.others, note: rows.length ? '' : 'no "sgemm N THREADS GFLOP/s PCT%" row in its output' };
 }
@@ -457,7 +458,7 @@ function sgemmMedian(runs) {
   if (!ok.length) return runs[0];
   const rows = ok[0].rows.map((r0) => {
     const same = ok.map((x) => x.rows.find((r) => r.n === r0.n && r.threads === r0.threads)).filter(Boolean);
-    return { n: r0.n, threads: r0.threads, pct: median(same.map((r) => r.pct)), gflops: median(same.map((r) => r.gflops)), runs: same.map((r) => r.pct) };
+    return { n: r0.n, threads: r0.threads, pct: median(same.map((r) => r.pct)), gflops: median(same.map((r) => r.gflops)), peak: median(same.map((r) => r.peak)), runs: same.map((r) => r.pct) };
   });
   return { out: ok[0].out, rows, others: Math.max(...ok.map((x) => x.others)), n: ok.length, after: ok.map((x) => x.round).filter(Boolean), note: ok.length < runs.length ? `${runs.length - ok.length} of ${runs.length} SGEMM runs failed` : '' };
 }
@@ -615,7 +616,7 @@ function report(a, mach, versions, loads, runRes, sg, res) {
     L.push(`| TF.js wasm / tfcc >= ${GOAL.tfjs} | ${r.name} | 1 | ${g.text.replace(/^([0-9.]+)/, '$1x')} | ${met(Number.isNaN(g.q) ? null : g.q >= GOAL.tfjs, r, 1)} |`);
   }
   if (sg.rows && sg.rows.length) {
-    for (const r of sg.rows) L.push(`| SGEMM >= ${GOAL.sgemm}% of FMA peak | ${r.n}x${r.n}x${r.n} | ${r.threads} | ${fmt(r.pct, 1)}% (${fmt(r.gflops, 1)} GFLOP/s${r.runs && r.runs.length > 1 ? `; runs ${r.runs.map((v) => fmt(v, 1)).join(' / ')}%` : ''}) | ${r.pct >= GOAL.sgemm ? 'yes' : 'no'}${r.threads >= 2 && sg.others > a.busy ? ' (busy)' : ''} |`);
+    for (const r of sg.rows) L.push(`| SGEMM >= ${GOAL.sgemm}% of FMA peak | ${r.n}x${r.n}x${r.n} | ${r.threads} | ${fmt(r.pct, 1)}% (${fmt(r.gflops, 1)} GFLOP/s${Number.isFinite(r.peak) ? ` of ${fmt(r.peak, 1)}` : ''}${r.runs && r.runs.length > 1 ? `; runs ${r.runs.map((v) => fmt(v, 1)).join(' / ')}%` : ''}) | ${r.pct >= GOAL.sgemm ? 'yes' : 'no'}${r.threads >= 2 && sg.others > a.busy ? ' (busy)' : ''} |`);
   } else L.push(`| SGEMM >= ${GOAL.sgemm}% of FMA peak | - | - | - | not measured |`);
   for (const r of done) {
     const s = r.c.stats || {}; const lim = s.weights_bytes + s.arena_bytes;

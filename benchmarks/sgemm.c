@@ -6,14 +6,22 @@
  *         [--min-time SECONDS]
  *
  * Peak: a register-only loop of 16 independent FMA chains (vector width of
- * the best ISA the CPU has, 1 thread) = what one core can issue.  GEMM:
+ * the best ISA the CPU has) = what a core can issue.  GEMM:
  * tcrt_fast_matmul on square f32 matrices, best of N runs (at least
  * --reps, and at least --min-time seconds of runs per case), with 1 and 2
  * threads.  1 thread: the process's CPU time, so that other load on the
  * machine does not count; 2 threads: wall time (the process's CPU time
  * divided by 2 undercounts a run in which one thread sleeps while the other
  * works: a 2-thread 1024^3 run read 108% of the peak that way).
- * GFLOP/s = flops / seconds, %peak = GFLOP/s / (peak x threads).  Conv: tcrt_fast_conv2d with packed
+ * The peak a GEMM row is set against is measured in the same window as the
+ * row: before every timed run of the case, the FMA loop runs for about
+ * 10 ms on as many threads as the case (through the runtime's pool, timed
+ * as the case is), and the row's peak is the best of those; this host's
+ * speed drifts by up to 1.5x over minutes, so one peak taken at the start
+ * of the binary's run could fall in another phase than a row measured
+ * seconds later.  The peak at the start is printed too, for context.
+ * GFLOP/s = flops / seconds, %peak = GFLOP/s / that peak (GEMM rows), GFLOP/s /
+ * (the start peak x threads) (conv rows).  Conv: tcrt_fast_conv2d with packed
  * weights on ResNet-like 3x3 and 1x1 layers.  GFLOP/s count 2 flops per
  * multiply-add.
  */
@@ -100,6 +108,7 @@ static double fma_peak(bool wide)
  * then the tasks' flops. */
 typedef struct PeakJob {
     bool wide;
+    long iters;
     double flops[2];
 } PeakJob;
 
@@ -107,7 +116,7 @@ static void peak_task(void *ctx, int64_t task, int tid)
 {
     (void)tid;
     PeakJob *j = ctx;
-    j->flops[task] = j->wide ? peak512(20000000) : peak256(20000000);
+    j->flops[task] = j->wide ? peak512(j->iters) : peak256(j->iters);
 }
 
 /* GFLOP/s of 2 threads running the FMA loop at once through the runtime's
@@ -116,7 +125,7 @@ static void peak_task(void *ctx, int64_t task, int tid)
  * 1-thread peak). */
 static double fma_peak2(bool wide)
 {
-    PeakJob j = {wide, {0, 0}};
+    PeakJob j = {wide, 20000000, {0, 0}};
     double best = 0;
     tcrt_set_threads(2);
     for (int r = 0; r < 5; r++) {
@@ -128,6 +137,20 @@ static double fma_peak2(bool wide)
     }
     tcrt_set_threads(1);
     return best * 1e-9;
+}
+
+/* GFLOP/s of one short FMA-loop run (about 10 ms) on th threads (1 or 2),
+ * timed with now() as the rows are: the window peak's samples. */
+static bool peak_wide;
+static double fma_sample(int th)
+{
+    PeakJob j = {peak_wide, peak_wide ? 5000000 : 10000000, {0, 0}};
+    double t0 = now();
+    if (th == 1)
+        peak_task(&j, 0, 0);
+    else
+        tcrt_parallel_tasks(2, peak_task, &j);
+    return (j.flops[0] + j.flops[1]) / (now() - t0) * 1e-9;
 }
 
 static float *rnd(int64_t n)
@@ -154,8 +177,9 @@ static int calls_per_rep(double flops)
 }
 
 /* Best seconds of one matmul n x n x n over at least reps runs and at least
- * min_secs of them. */
-static double time_gemm(int64_t n, int reps, double min_secs)
+ * min_secs of them, on th threads; *peak: the best FMA-loop sample on th
+ * threads, one taken before each timed run (file comment). */
+static double time_gemm(int64_t n, int th, int reps, double min_secs, double *peak)
 {
     float *a = rnd(n * n), *b = rnd(n * n), *c = malloc((size_t)(n * n) * sizeof(float));
     tcrt_tensor in[2] = {t2(a, n, n), t2(b, n, n)};
@@ -168,7 +192,10 @@ static double time_gemm(int64_t n, int reps, double min_secs)
     double best = 1e30;
     int inner = calls_per_rep(2.0 * n * n * n);
     double spent = 0;
+    *peak = 0;
     for (int r = 0; r < reps || spent < min_secs; r++) {
+        double pk = fma_sample(th);
+        *peak = pk > *peak ? pk : *peak;
         double t0 = now();
         for (int i = 0; i < inner; i++)
             tcrt_fast_matmul(in, 2, out, 2, &p);
@@ -258,6 +285,7 @@ int main(int argc, char **argv)
         printf("no FMA unit: nothing to measure\n");
         return 0;
     }
+    peak_wide = wide;
     use_cpu_time = true;
     double peak = fma_peak(wide);
     use_cpu_time = false;
@@ -267,10 +295,11 @@ int main(int argc, char **argv)
            isa == TCRT_ISA_AVX512 ? "avx512"
            : isa == TCRT_ISA_AVX2 ? "avx2"
                                   : "portable");
-    printf("FMA loop on 2 threads at once: %.1f GFLOP/s (%.1f%% of 2 x the 1-thread peak; %%peak below is "
-           "against threads x the 1-thread peak)\n",
-           peak2, 100 * peak2 / (2 * peak));
-    printf("%-28s %8s %10s %8s\n", "case", "threads", "GFLOP/s", "%peak");
+    printf("FMA loop on 2 threads at once: %.1f GFLOP/s (%.1f%% of 2 x the 1-thread peak)\n", peak2,
+           100 * peak2 / (2 * peak));
+    printf("sgemm rows: %%peak against the FMA loop on as many threads, measured alongside the row (its "
+           "GFLOP/s in the last column); conv rows: against threads x the 1-thread peak above\n");
+    printf("%-28s %8s %10s %8s %10s\n", "case", "threads", "GFLOP/s", "%peak", "peak");
     char buf[256];
     snprintf(buf, sizeof buf, "%s", sizes);
     for (char *tok = convs_only ? NULL : strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
@@ -278,11 +307,12 @@ int main(int argc, char **argv)
         for (int th = 1; th <= 2; th++) {
             tcrt_set_threads(th);
             use_cpu_time = th == 1;
-            time_gemm(n, 1, 0); /* warm-up */
-            double t = time_gemm(n, reps, min_time), gf = 2.0 * n * n * n / t * 1e-9;
+            double wpeak;
+            time_gemm(n, th, 1, 0, &wpeak); /* warm-up */
+            double t = time_gemm(n, th, reps, min_time, &wpeak), gf = 2.0 * n * n * n / t * 1e-9;
             char name[64];
             snprintf(name, sizeof name, "sgemm %lld", (long long)n);
-            printf("%-28s %8d %10.1f %7.1f%%\n", name, th, gf, 100 * gf / (peak * th));
+            printf("%-28s %8d %10.1f %7.1f%% %10.1f\n", name, th, gf, 100 * gf / wpeak, wpeak);
         }
     }
     static const int64_t convs[][5] = {{56, 64, 64, 3, 1},
