@@ -312,6 +312,12 @@ START_TEST(transpose_shapes)
         tr_case(3, (int64_t[]){3, 5, 70}, (int[]){2, 1, 0}, "3 columns, rows 15 apart");
         tr_case(4, (int64_t[]){2, 56, 56, 24}, (int[]){0, 3, 1, 2}, "NHWC -> NCHW");
         tr_case(2, (int64_t[]){300, 517}, (int[]){1, 0}, "matrix");
+        /* 8 x 8 register tiles: an attention layer's K^T ([seq][heads][dh]
+         * -> [heads][dh][seq]), whole tiles only and with row and column tails */
+        tr_case(3, (int64_t[]){128, 4, 64}, (int[]){1, 2, 0}, "K^T 128x4x64");
+        tr_case(2, (int64_t[]){8, 8}, (int[]){1, 0}, "one 8x8 tile");
+        tr_case(2, (int64_t[]){23, 9}, (int[]){1, 0}, "23x9");
+        tr_case(3, (int64_t[]){2, 70, 131}, (int[]){0, 2, 1}, "2 x 70x131");
         tr_case(5, (int64_t[]){3, 17, 1, 40, 33}, (int[]){4, 2, 0, 3, 1}, "rank 5");
         tr_case(3, (int64_t[]){64, 65, 66}, (int[]){0, 1, 2}, "identity");
         tr_case(3, (int64_t[]){1, 1, 1}, (int[]){2, 0, 1}, "one element");
