@@ -46,32 +46,59 @@ static inline float max_nan(float a, float v)
     return a != a ? a : (v > a || v != v) ? v : a;
 }
 
-/* Sum or max of n contiguous floats (n >= 1). */
-static float reduce_row(const float *x, int64_t n, bool is_max)
+/* Sum of n contiguous floats (n >= 1). */
+static float sum_row(const float *x, int64_t n)
 {
     int64_t i = 0;
-    float r = is_max ? x[0] : 0.0f;
+    float r = 0.0f;
     if (n >= 2 * NV) {
         nvf a0 = nv_load(x), a1 = nv_load(x + NV);
-        for (i = 2 * NV; i + 2 * NV <= n; i += 2 * NV) {
-            nvf v0 = nv_load(x + i), v1 = nv_load(x + i + NV);
-            if (is_max)
-                a0 = vmax_nan(a0, v0), a1 = vmax_nan(a1, v1);
-            else
-                a0 += v0, a1 += v1;
-        }
-        if (is_max) {
-            a0 = vmax_nan(a0, a1);
-            for (int k = 0; k < NV; k++)
-                r = max_nan(r, a0[k]);
-        } else {
-            a0 += a1;
-            for (int k = 0; k < NV; k++)
-                r += a0[k];
-        }
+        for (i = 2 * NV; i + 2 * NV <= n; i += 2 * NV)
+            a0 += nv_load(x + i), a1 += nv_load(x + i + NV);
+        a0 += a1;
+        for (int k = 0; k < NV; k++)
+            r += a0[k];
     }
     for (; i < n; i++)
-        r = is_max ? max_nan(r, x[i]) : r + x[i];
+        r += x[i];
+    return r;
+}
+
+/* Max of n contiguous floats (n >= 1), the reference's NaN rule: four
+ * plain running maxima (nv_max, one instruction) and a NaN flag off the
+ * dependency chains, then the lanes folded by halves; a row with a NaN in
+ * its vector part is redone in order with max_nan (the first NaN wins, as
+ * the reference's).  With vmax_nan on two chains (compares, logic and a
+ * blend per step) and a scalar fold, a softmax's row max of [512, 128]
+ * took 12.3 us against its row sum's 3.1. */
+static float max_row(const float *x, int64_t n)
+{
+    int64_t i = 0;
+    float r = x[0];
+    if (n >= 4 * NV) {
+        nvf a0 = nv_load(x), a1 = nv_load(x + NV), a2 = nv_load(x + 2 * NV), a3 = nv_load(x + 3 * NV);
+        nvi bad = (a0 != a0) | (a1 != a1) | (a2 != a2) | (a3 != a3), none = {0};
+        for (i = 4 * NV; i + 4 * NV <= n; i += 4 * NV) {
+            nvf v0 = nv_load(x + i), v1 = nv_load(x + i + NV), v2 = nv_load(x + i + 2 * NV),
+                v3 = nv_load(x + i + 3 * NV);
+            bad |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3);
+            a0 = nv_max(v0, a0), a1 = nv_max(v1, a1), a2 = nv_max(v2, a2), a3 = nv_max(v3, a3);
+        }
+        if (memcmp(&bad, &none, sizeof bad) != 0) {
+            for (int64_t j = 1; j < n; j++)
+                r = max_nan(r, x[j]);
+            return r;
+        }
+        a0 = nv_max(nv_max(a0, a1), nv_max(a2, a3));
+        float h[NV];
+        memcpy(h, &a0, sizeof h);
+        for (int w = NV / 2; w >= 1; w /= 2) /* fold the upper half of the lanes onto the lower */
+            for (int k = 0; k < w; k++)
+                h[k] = h[k + w] > h[k] ? h[k + w] : h[k];
+        r = h[0];
+    }
+    for (; i < n; i++)
+        r = max_nan(r, x[i]);
     return r;
 }
 
@@ -162,7 +189,7 @@ static void red_task(void *ctx, int64_t task, int tid)
     int64_t o1 = (task + 1) * r->per_task < r->outer ? (task + 1) * r->per_task : r->outer;
     for (int64_t o = task * r->per_task; o < o1; o++) {
         if (r->inner == 1)
-            r->y[o] = reduce_row(r->x + o * r->red, r->red, r->is_max);
+            r->y[o] = r->is_max ? max_row(r->x + o * r->red, r->red) : sum_row(r->x + o * r->red, r->red);
         else
             reduce_rows(r->x + o * r->red * r->inner, r->red, r->inner, r->y + o * r->inner, r->is_max);
     }

@@ -16,6 +16,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,43 @@ START_TEST(fast_reduce_model_shapes)
 }
 END_TEST
 
+/* Row max (inner 1) with NaNs where the fast kernel's vector part and its
+ * scalar tail meet them: the reference's rule, bit for bit (the first NaN
+ * of the row wins, with its payload). */
+START_TEST(fast_reduce_max_nan_rows)
+{
+    enum { R = 6, C = 70 }; /* 64 floats of vectors, a 6-float tail */
+    static float x[R * C], want[R], got[R];
+    for (int i = 0; i < R * C; i++)
+        x[i] = (float)(urand() % 2001) * 1e-3f - 1.0f;
+    uint32_t q1 = 0x7fc00001u, q2 = 0x7fc00002u;
+    float n1, n2;
+    memcpy(&n1, &q1, 4), memcpy(&n2, &q2, 4);
+    x[0 * C + 3] = n1;                      /* row 0: in the vectors */
+    x[1 * C + 66] = n1;                     /* row 1: in the tail */
+    x[2 * C + 40] = n2, x[2 * C + 50] = n1; /* row 2: two in the vectors, n2 first */
+    x[3 * C + 10] = n1, x[3 * C + 68] = n2; /* row 3: vectors, then tail */
+    x[4 * C + 0] = n2;                      /* row 4: the first element */
+    x[5 * C + 33] = 5.0f;                   /* row 5: no NaN, a clear max */
+    tcrt_tensor in = {.data = x, .dtype = TCRT_F32, .rank = 2, .dims = {R, C}};
+    tcrt_tensor o = {.data = want, .dtype = TCRT_F32, .rank = 2, .dims = {R, 1}};
+    tcrt_params p = {{0}, {0}};
+    p.i[TCRT_RED_MASK] = 2;
+    ck_assert_int_eq(tcrt_ref_reduce_max(&in, 1, &o, 1, &p), TCRT_OK);
+    o.data = got;
+    ck_assert_int_eq(tcrt_fast_reduce_max(&in, 1, &o, 1, &p), TCRT_OK);
+    ck_assert(memcmp(want, got, sizeof want) == 0);
+    uint32_t b[R];
+    memcpy(b, got, sizeof b);
+    ck_assert_uint_eq(b[0], q1);
+    ck_assert_uint_eq(b[1], q1);
+    ck_assert_uint_eq(b[2], q2);
+    ck_assert_uint_eq(b[3], q1);
+    ck_assert_uint_eq(b[4], q2);
+    ck_assert(got[5] == 5.0f);
+}
+END_TEST
+
 START_TEST(fast_reduce_threads)
 {
     /* a 4-layer encoder's layer norm and attention softmax rows, an odd row
@@ -143,6 +181,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, fast_reduce_random);
     tcase_add_test(tc, fast_reduce_model_shapes);
+    tcase_add_test(tc, fast_reduce_max_nan_rows);
     tcase_add_test(tc, fast_reduce_threads);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
