@@ -41,6 +41,13 @@
  * other had packed; the packed 1x1 conv reads the weights as stored and
  * runs small products on one thread (measured in docs/performance.md,
  * "Passes").  M = 1 (a GEMV, memory-bound, no packing) stays a matmul.
+ * Before that (split_sliced_matmuls), such a matmul whose result is only
+ * read by SLICEs of its last axis (an attention layer's fused Q/K/V
+ * projection cut into q, k and v), not fetched, with slices no wider than
+ * N together, and at least SPLIT_MIN_OUT floats, becomes one matmul per
+ * slice over the slice's columns of B and the bias: each writes its part
+ * contiguously (no slice copies, which at 2 threads read the conv output
+ * from the other core).
  * Invariants: the packed data is exactly tcrt_pack_conv_weights' output, so
  * the reference kernel's packed index mapping (ref_conv.c) reads the same
  * values as the HWIO original.
@@ -597,6 +604,133 @@ static IrValue mm_filter(IrGraph *g, PassCtx *cx, const IrNode *n, Packed *cache
     return cached_const(g, cx, bn, tb, ir_shape_make(4, (int64_t[]){1, 1, K, N}), w, cache, n_cache);
 }
 
+/* The last-axis column range [*b, *b + *w) that slice node s takes of
+ * matmul output y (rank r, N columns), or false when s slices any other
+ * axis, strides, or is not y's slice. */
+static bool last_axis_slice(const IrNode *s, const IrNode *mm, int64_t *b, int64_t *w)
+{
+    const IrShape *ys = &mm->out[0].type.shape;
+    if (s->op != OP_SLICE || s->n_inputs != 1 || s->inputs[0].node != mm || s->inputs[0].index != 0 ||
+        s->n_outputs != 1 || s->out[0].type.dtype != TCRT_F32 || s->out[0].type.shape.rank != ys->rank ||
+        s->device != mm->device)
+        return false;
+    int r = ys->rank;
+    for (int d = 0; d < r; d++) {
+        int64_t begin = s->p.i[TCRT_SL_BEGIN + d], stride = s->p.i[TCRT_SL_STRIDE + d],
+                n = s->out[0].type.shape.dims[d];
+        if (stride != 1 || begin < 0 || n < 1 || begin + n > ys->dims[d])
+            return false;
+        if (d < r - 1 && (begin != 0 || n != ys->dims[d]))
+            return false;
+        if (d == r - 1)
+            *b = begin, *w = n;
+    }
+    return true;
+}
+
+/* Results below SPLIT_MIN_OUT floats keep their slices: copies that
+ * small cost less than the extra conv calls (the benchmark's 16-row
+ * encoder, Q/K/V [16, 192]: 28.3 -> 28.6 us split, five alternating runs
+ * at 1 and 2 threads), while the 128-row encoder's [128, 768] at 2 threads
+ * read its slices from the other core (docs/performance.md, "Passes"). */
+enum { SPLIT_MIN_OUT = 1 << 13 };
+
+/* True when every user of matmul n's result is a last_axis_slice, there is
+ * at least one, their widths sum to at most N, the result has at least
+ * SPLIT_MIN_OUT floats, nothing fetches or control-depends on n, and
+ * mm_as_conv takes n. */
+static bool sliced_matmul(const IrGraph *g, const IrNode *n)
+{
+    if (!mm_as_conv(n) || is_fetched(g, n) || ir_shape_count(&n->out[0].type.shape) < SPLIT_MIN_OUT)
+        return false;
+    int64_t N = n->out[0].type.shape.dims[n->out[0].type.shape.rank - 1], total = 0, b, w;
+    int users = 0;
+    IR_FOR_EACH(g, m)
+    {
+        for (int c = 0; c < m->n_ctrl; c++)
+            if (m->ctrl[c] == n)
+                return false;
+        for (int i = 0; i < m->n_inputs; i++)
+            if (m->inputs[i].node == n) {
+                if (!last_axis_slice(m, n, &b, &w))
+                    return false;
+                total += w;
+                users++;
+            }
+    }
+    return users > 0 && total <= N;
+}
+
+/* A CONST of columns [b, b + w) of matmul n's B (rows of B^T when tb) or,
+ * bias, of its bias; data copied through the pass's scratch arena. */
+static IrValue column_const(IrGraph *g, PassCtx *cx, const IrNode *n, bool bias, int64_t b, int64_t w)
+{
+    const IrNode *src = n->inputs[bias ? 2 : 1].node;
+    const IrShape *ss = &src->out[0].type.shape;
+    const float *d = src->data;
+    bool tb = n->p.i[TCRT_MM_TB] != 0;
+    /* bias: w floats; B^T [N, K]: rows b .. b + w, contiguous; B [K, N]: w of each row */
+    int64_t rows = bias ? 1 : tb ? w : ss->dims[0], cols = bias ? w : tb ? ss->dims[1] : w;
+    IrValue none = {NULL, 0};
+    float *out = arena_alloc_align(&cx->scratch, (size_t)(rows * cols) * sizeof(float), 64);
+    if (!out) {
+        st_errorf(cx->st, ST_NOMEM, "pack: out of memory");
+        return none;
+    }
+    if (bias || tb)
+        memcpy(out, d + b * (bias ? 1 : cols), (size_t)(rows * cols) * sizeof(float));
+    else
+        for (int64_t k = 0; k < rows; k++)
+            memcpy(out + k * w, d + k * ss->dims[1] + b, (size_t)w * sizeof(float));
+    IrShape s = bias ? ir_shape_make(1, (int64_t[]){w}) : ir_shape_make(2, (int64_t[]){rows, cols});
+    IrOrigin saved = ir_origin_like(g, src);
+    IrValue v = ir_const(g, TCRT_F32, &s, out, cx->st);
+    ir_origin_restore(g, saved);
+    return v;
+}
+
+/* Rewrites every sliced_matmul as one matmul per slice (file comment);
+ * *changed when one was. */
+static bool split_sliced_matmuls(IrGraph *g, PassCtx *cx, bool *changed)
+{
+    int n_nodes = g->n_nodes;
+    for (int i = 0; i < n_nodes && st_ok(cx->st); i++) {
+        IrNode *n = g->nodes[i];
+        if (n->dead || !sliced_matmul(g, n))
+            continue;
+        for (int j = 0; j < n_nodes && st_ok(cx->st); j++) {
+            IrNode *s = g->nodes[j];
+            int64_t b, w;
+            if (s->dead || !last_axis_slice(s, n, &b, &w))
+                continue;
+            IrOrigin saved = ir_origin_like(g, n);
+            IrValue in[3] = {n->inputs[0], column_const(g, cx, n, false, b, w),
+                             n->n_inputs == 3 ? column_const(g, cx, n, true, b, w) : (IrValue){NULL, 0}};
+            IrNode *m = in[1].node && (n->n_inputs < 3 || in[2].node)
+                            ? ir_emit(g, OP_MATMUL, in, n->n_inputs, &n->p, NULL, cx->st)
+                            : NULL;
+            ir_origin_restore(g, saved);
+            if (!m)
+                return false;
+            if (!ALWAYS(cx->st, ir_shape_eq(&m->out[0].type.shape, &s->out[0].type.shape)))
+                return false;
+            m->device = n->device;
+            m->ctrl = n->ctrl;
+            m->n_ctrl = n->n_ctrl;
+            ir_replace_uses(g, (IrValue){s, 0}, (IrValue){m, 0});
+            s->dead = true;
+        }
+        n->dead = true;
+        for (int k = 1; k < n->n_inputs; k++) {
+            IrNode *c = n->inputs[k].node;
+            if (ir_use_count(g, c) == 0 && !is_fetched(g, c))
+                c->dead = true;
+        }
+        *changed = true;
+    }
+    return st_ok(cx->st);
+}
+
 /* Rewrites every matmul mm_as_conv takes as COPY -> CONV2D (1x1, HWIO
  * filter, packed by pack_convs after this) -> COPY; *changed when one was.
  * The input COPY of an A that several matmuls read is made once. */
@@ -668,7 +802,7 @@ PassResult pass_pack(IrGraph *g, PassCtx *cx)
 {
     bool changed = false, fold = g->fold_on_build;
     g->fold_on_build = false;
-    bool ok = matmuls_as_convs(g, cx, &changed);
+    bool ok = split_sliced_matmuls(g, cx, &changed) && matmuls_as_convs(g, cx, &changed);
     PassResult r = pass_finish_rewrite(g, cx, fold, changed);
     if (!ok || r == PASS_FAILED)
         return PASS_FAILED;

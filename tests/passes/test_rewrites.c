@@ -687,6 +687,106 @@ START_TEST(test_pack_matmul_as_conv)
 }
 END_TEST
 
+/* Rows of A in the split tests: a result of SL_ROWS x 6 floats is above
+ * pack's SPLIT_MIN_OUT (8192). */
+enum { SL_ROWS = 2 * 1024 };
+
+/* pass_pack on a[2,1024,4] . B + bias (B [4,6], or B^T [6,4] with tb) read
+ * only by two slices of its last axis, columns [0,2) and [3,6) (column 2
+ * unused): two matmuls over those columns, then two packed 1x1 convs
+ * (Cout 2 and 3) over one view of a, and no slice; each computes what its
+ * slice of the matmul held (reference kernels, the same products in the
+ * same order). */
+static void check_split_matmul(int tb)
+{
+    static float a[SL_ROWS * 4], y0[SL_ROWS * 6], y1[SL_ROWS * 3], want[SL_ROWS * 3];
+    float b[24], bias[6];
+    for (int i = 0; i < 24; i++)
+        b[i] = (float)((i * 7) % 11) - 5.0f;
+    for (int i = 0; i < SL_ROWS * 4; i++)
+        a[i] = (float)((i * 5) % 9) - 4.0f;
+    for (int i = 0; i < 6; i++)
+        bias[i] = 0.5f * (float)i - 1.0f;
+    char hb[256], hc[64], text[2048];
+    snprintf(text, sizeof text,
+             "graph \"m\"\nfeed \"a\" %%0\nfetch \"q\" %%4\nfetch \"v\" %%5\n"
+             "%%0 = arg() : f32[2,1024,4]\n"
+             "%%1 = const() : f32[%s] = %s\n"
+             "%%2 = const() : f32[6] = %s\n"
+             "%%3 = matmul(%%0, %%1, %%2) {i=[0,%d,1]} : f32[2,1024,6]  # qkv (MatMul)\n"
+             "%%4 = slice(%%3) {i=[0,0,0,0,0,0,0,0,1,1,1]} : f32[2,1024,2]\n"
+             "%%5 = slice(%%3) {i=[0,0,3,0,0,0,0,0,1,1,1]} : f32[2,1024,3]\n",
+             tb ? "6,4" : "4,6", hexf(hb, b, 24), hexf(hc, bias, 6), tb);
+    IrGraph *g = parse(text);
+    run_matmul(fetched(g, 0)->inputs[0].node, a, y0);
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_CHANGED);
+    ck_assert_int_eq(count_op(g, OP_MATMUL), 0);
+    ck_assert_int_eq(count_op(g, OP_SLICE), 0);
+    ck_assert_int_eq(count_op(g, OP_CONV2D), 2);
+    const int64_t begin[2] = {0, 3}, width[2] = {2, 3};
+    IrNode *view = NULL;
+    for (int f = 0; f < 2; f++) {
+        IrNode *y = fetched(g, f), *c = y->inputs[0].node;
+        ck_assert_int_eq(y->op, OP_COPY);
+        ck_assert_int_eq(c->op, OP_CONV2D);
+        ck_assert_int_eq(c->p.i[TCRT_CONV_COUT], width[f]);
+        ck_assert_int_eq(c->p.i[TCRT_CONV_ACT], TCRT_ACT_RELU);
+        ck_assert_str_eq(c->origin, "qkv");
+        ck_assert(view == NULL || c->inputs[0].node == view); /* one view of a for both */
+        view = c->inputs[0].node;
+        run_conv(c, a, NULL, y1);
+        for (int r = 0; r < SL_ROWS; r++)
+            for (int j = 0; j < width[f]; j++)
+                want[r * width[f] + j] = y0[r * 6 + begin[f] + j];
+        assert_floats(y1, want, SL_ROWS * (int)width[f], 0);
+    }
+    ck_assert_int_eq(run_pass(g, pass_pack), PASS_SAME);
+    ir_graph_free(g);
+}
+
+START_TEST(test_pack_split_sliced_matmul)
+{
+    check_split_matmul(0);
+    check_split_matmul(1);
+}
+END_TEST
+
+/* Sliced matmuls pack does not split (each still becomes one conv and
+ * its slices stay): a slice of another axis, the matmul fetched as well,
+ * slices wider than N together, a user that is not a slice, a result
+ * below SPLIT_MIN_OUT (3 rows). */
+START_TEST(test_pack_split_kept)
+{
+    const char *users[] = {
+        "%%3 = slice(%%2) {i=[1,0,0,0,0,0,0,0,1,1,1]} : f32[1,%d,6]\nfetch \"s\" %%3\n",
+        "%%3 = slice(%%2) {i=[0,0,0,0,0,0,0,0,1,1,1]} : f32[2,%d,2]\nfetch \"s\" %%3\nfetch \"y\" %%2\n",
+        "%%3 = slice(%%2) {i=[0,0,0,0,0,0,0,0,1,1,1]} : f32[2,%d,4]\n"
+        "%%4 = slice(%%2) {i=[0,0,2,0,0,0,0,0,1,1,1]} : f32[2,%d,4]\nfetch \"s\" %%3\nfetch \"t\" %%4\n",
+        "%%3 = slice(%%2) {i=[0,0,0,0,0,0,0,0,1,1,1]} : f32[2,%d,2]\n"
+        "%%4 = relu(%%2) : f32[2,%d,6]\nfetch \"s\" %%3\nfetch \"t\" %%4\n",
+        "%%3 = slice(%%2) {i=[0,0,0,0,0,0,0,0,1,1,1]} : f32[2,%d,2]\n"
+        "%%4 = slice(%%2) {i=[0,0,3,0,0,0,0,0,1,1,1]} : f32[2,%d,3]\nfetch \"s\" %%3\nfetch \"t\" %%4\n",
+    };
+    float b[24];
+    for (int i = 0; i < 24; i++)
+        b[i] = (float)i;
+    for (int i = 0; i < 5; i++) {
+        int rows = i == 4 ? 3 : SL_ROWS / 2;
+        char h[512], body[1024], text[2048];
+        snprintf(body, sizeof body, users[i], rows, rows);
+        snprintf(text, sizeof text,
+                 "graph \"m\"\nfeed \"a\" %%0\n%%0 = arg() : f32[2,%d,4]\n%%1 = const() : f32[4,6] = %s\n"
+                 "%%2 = matmul(%%0, %%1) : f32[2,%d,6]\n%s",
+                 rows, hexf(h, b, 24), rows, body);
+        IrGraph *g = parse(text);
+        ck_assert_msg(run_pass(g, pass_pack) == PASS_CHANGED, "case %d", i);
+        ck_assert_msg(count_op(g, OP_CONV2D) == 1, "case %d", i);
+        ck_assert_msg(count_op(g, OP_SLICE) >= 1, "case %d", i);
+        ir_graph_free(g);
+    }
+}
+END_TEST
+
 /* Matmuls pack leaves alone: one row (a GEMV), A transposed, B not
  * constant, B with batch dims; and two matmuls of one A share its view. */
 START_TEST(test_pack_matmul_kept)
@@ -1359,6 +1459,8 @@ static Suite *rewrites_suite(void)
     tcase_add_test(tc, test_pack_skips_depthwise);
     tcase_add_test(tc, test_pack_matmul_as_conv);
     tcase_add_test(tc, test_pack_matmul_kept);
+    tcase_add_test(tc, test_pack_split_sliced_matmul);
+    tcase_add_test(tc, test_pack_split_kept);
     tcase_add_test(tc, test_winograd_pass);
     tcase_add_test(tc, test_dwfuse_pass);
     tcase_add_test(tc, test_dwfuse_no_bias);
