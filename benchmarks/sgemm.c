@@ -92,20 +92,8 @@ __attribute__((target("avx2,fma"))) static double peak256(long iters)
     return iters * 12.0 * 8 * 2;
 }
 
-/* GFLOP/s of one core at the best ISA (best of 5 runs). */
-static double fma_peak(bool wide)
-{
-    double best = 0;
-    for (int r = 0; r < 5; r++) {
-        double t0 = now(), fl = wide ? peak512(20000000) : peak256(20000000), t = now() - t0;
-        if (fl / t > best)
-            best = fl / t;
-    }
-    return best * 1e-9;
-}
-
 /* One FMA-loop run per task (2 tasks: one per thread of 2); ctx: bool wide,
- * then the tasks' flops. */
+ * the steps, then the tasks' flops. */
 typedef struct PeakJob {
     bool wide;
     long iters;
@@ -119,38 +107,39 @@ static void peak_task(void *ctx, int64_t task, int tid)
     j->flops[task] = j->wide ? peak512(j->iters) : peak256(j->iters);
 }
 
-/* GFLOP/s of 2 threads running the FMA loop at once through the runtime's
- * pool, wall time (best of 5): what the 2 cores give together at the
- * moment, for context (%peak of the 2-thread rows is against 2 x the
- * 1-thread peak). */
-static double fma_peak2(bool wide)
+/* GFLOP/s of one FMA-loop run of iters steps on th threads (1: the calling
+ * thread; 2: one run per thread of the runtime's pool, at once), timed with
+ * now() as the rows are. */
+static double fma_rate(bool wide, int th, long iters)
 {
-    PeakJob j = {wide, 20000000, {0, 0}};
-    double best = 0;
-    tcrt_set_threads(2);
-    for (int r = 0; r < 5; r++) {
-        double t0 = now();
-        tcrt_parallel_tasks(2, peak_task, &j);
-        double t = now() - t0;
-        if ((j.flops[0] + j.flops[1]) / t > best)
-            best = (j.flops[0] + j.flops[1]) / t;
-    }
-    tcrt_set_threads(1);
-    return best * 1e-9;
-}
-
-/* GFLOP/s of one short FMA-loop run (about 10 ms) on th threads (1 or 2),
- * timed with now() as the rows are: the window peak's samples. */
-static bool peak_wide;
-static double fma_sample(int th)
-{
-    PeakJob j = {peak_wide, peak_wide ? 5000000 : 10000000, {0, 0}};
+    PeakJob j = {wide, iters, {0, 0}};
     double t0 = now();
     if (th == 1)
         peak_task(&j, 0, 0);
     else
         tcrt_parallel_tasks(2, peak_task, &j);
     return (j.flops[0] + j.flops[1]) / (now() - t0) * 1e-9;
+}
+
+/* The best of 5 long runs on th threads: the peak printed at the start
+ * (th 1: one core at the best ISA; th 2: what the 2 cores give together at
+ * the moment, for context; the pool must have 2 threads). */
+static double fma_best(bool wide, int th)
+{
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        double g = fma_rate(wide, th, 20000000);
+        best = g > best ? g : best;
+    }
+    return best;
+}
+
+/* The window peak's samples (file comment): one short run (about 10 ms) on
+ * th threads. */
+static bool peak_wide;
+static double fma_sample(int th)
+{
+    return fma_rate(peak_wide, th, peak_wide ? 5000000 : 10000000);
 }
 
 static float *rnd(int64_t n)
@@ -287,9 +276,11 @@ int main(int argc, char **argv)
     }
     peak_wide = wide;
     use_cpu_time = true;
-    double peak = fma_peak(wide);
+    double peak = fma_best(wide, 1);
     use_cpu_time = false;
-    double peak2 = fma_peak2(wide);
+    tcrt_set_threads(2);
+    double peak2 = fma_best(wide, 2);
+    tcrt_set_threads(1);
     int isa = tcrt_kern_isa();
     printf("FMA peak (1 thread, %s): %.1f GFLOP/s; micro-kernel ISA: %s\n", wide ? "avx512" : "avx2", peak,
            isa == TCRT_ISA_AVX512 ? "avx512"

@@ -612,7 +612,7 @@ static bool last_axis_slice(const IrNode *s, const IrNode *mm, int64_t *b, int64
     const IrShape *ys = &mm->out[0].type.shape;
     if (s->op != OP_SLICE || s->n_inputs != 1 || s->inputs[0].node != mm || s->inputs[0].index != 0 ||
         s->n_outputs != 1 || s->out[0].type.dtype != TCRT_F32 || s->out[0].type.shape.rank != ys->rank ||
-        s->device != mm->device)
+        !same_device(s, mm))
         return false;
     int r = ys->rank;
     for (int d = 0; d < r; d++) {
